@@ -1,0 +1,8 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// addGlobalFlags adds the flags every subcommand shares.
+func addGlobalFlags(root *cobra.Command) {
+	root.PersistentFlags().String("config", "", "config file (default ./dsh.yaml, then $XDG_CONFIG_HOME/dsh/config.yaml)")
+}

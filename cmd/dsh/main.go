@@ -1,0 +1,31 @@
+// Command dsh is a confined execution runtime for AI agents' tools: a CLI,
+// an MCP server (dsh serve), an egress proxy (dsh proxy) and the init of
+// every sandbox, in one static binary.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line and returns the process exit status.
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		var ee *exitError
+		if asExitError(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(os.Stderr, "dsh:", ee.msg)
+			}
+			return ee.code
+		}
+		fmt.Fprintln(os.Stderr, "dsh:", err)
+		return 2
+	}
+	return 0
+}

@@ -1,0 +1,99 @@
+// Package config is dsh's typed configuration: every setting, its default
+// and its validation. Loading (file, environment, flags) is done by
+// cmd/dsh with viper; this package only describes and checks the result.
+package config
+
+// Config is the whole of dsh's configuration. Keys are the lower-case
+// mapstructure names; nested keys join with dots (sandbox.limits.memory).
+type Config struct {
+	// Sandbox is how worlds are confined.
+	Sandbox Sandbox `mapstructure:"sandbox"`
+	// Network is the egress policy of processes inside a world.
+	// If unset, everything is denied.
+	Network Policy `mapstructure:"network"`
+	// Web configures web_fetch and web_search.
+	Web Web `mapstructure:"web"`
+	// Proxy configures the egress proxy.
+	Proxy Proxy `mapstructure:"proxy"`
+}
+
+// Sandbox configures the execution world's confinement.
+type Sandbox struct {
+	// Driver is native, docker or host. If empty, native is used.
+	// host runs unconfined and is only accepted with --unconfined.
+	Driver string `mapstructure:"driver"`
+	// Image is the docker driver's image. If empty, dsh/base:latest.
+	Image string `mapstructure:"image"`
+	// Limits are the cgroup limits of a world.
+	Limits Limits `mapstructure:"limits"`
+	// Masks are extra host paths hidden inside a world, beside the
+	// built-in list of credential locations.
+	Masks []string `mapstructure:"masks"`
+}
+
+// Limits are per-world resource limits.
+type Limits struct {
+	// Memory is a size such as 512MiB or 2G. If empty, 2GiB.
+	Memory string `mapstructure:"memory"`
+	// Pids is the maximum number of processes. If zero, 1024.
+	Pids int `mapstructure:"pids"`
+	// CPUs is the number of CPUs' worth of time. If zero, 2.
+	CPUs float64 `mapstructure:"cpus"`
+}
+
+// Policy is an egress policy, as netpolicy.Config reads it.
+type Policy struct {
+	// Default is deny or public ("public" = any globally reachable address).
+	Default string `mapstructure:"default"`
+	// Ports allowed for destinations allowed only by default: public.
+	// Empty means any port.
+	Ports []int `mapstructure:"ports"`
+	// Allow entries: host, *.host, host:port, IP, IP:port, [IPv6]:port, CIDR.
+	Allow []string `mapstructure:"allow"`
+	// Deny entries, in the same forms as Allow.
+	Deny []string `mapstructure:"deny"`
+}
+
+// Web configures the web surface.
+type Web struct {
+	// Policy governs every fetch. If unset: default public, ports 80 and 443.
+	Policy Policy `mapstructure:"policy"`
+	// Fetch limits.
+	Fetch Fetch `mapstructure:"fetch"`
+	// Search providers.
+	Search Search `mapstructure:"search"`
+}
+
+// Fetch holds web_fetch's limits.
+type Fetch struct {
+	// Timeout is a duration. If empty, 30s.
+	Timeout string `mapstructure:"timeout"`
+	// MaxBytes is the response byte cap. If zero, 5,000,000.
+	MaxBytes int64 `mapstructure:"max_bytes"`
+	// MaxChars is the decoded character cap. If zero, 100,000.
+	MaxChars int `mapstructure:"max_chars"`
+	// MaxRedirects is the redirect hop budget. If zero, 5.
+	MaxRedirects int `mapstructure:"max_redirects"`
+}
+
+// Search configures web_search.
+type Search struct {
+	// Provider is the configured provider id (searxng, brave). If empty,
+	// the single usable provider is chosen; several are an error.
+	Provider string `mapstructure:"provider"`
+	// SearXNGURL is the base URL of a SearXNG instance.
+	SearXNGURL string `mapstructure:"searxng_url"`
+	// BraveKeyEnv names the environment variable holding the Brave Search
+	// API key. If empty, BRAVE_API_KEY.
+	BraveKeyEnv string `mapstructure:"brave_key_env"`
+}
+
+// Proxy configures dsh proxy.
+type Proxy struct {
+	// Listen is host:port or unix:PATH.
+	Listen string `mapstructure:"listen"`
+	// Audit is a file path, or - for stdout. If empty, no audit log.
+	Audit string `mapstructure:"audit"`
+	// Metrics is the host:port of the Prometheus listener. If empty, none.
+	Metrics string `mapstructure:"metrics"`
+}

@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"syscall"
+)
+
+// ProcessSpec describes one process to start inside a sandbox.
+type ProcessSpec struct {
+	// Argv is the program and its arguments. Argv[0] is resolved inside the
+	// sandbox; there is no implicit shell.
+	Argv []string
+	// Dir is the working directory inside the sandbox. If empty, the
+	// workspace root is used.
+	Dir string
+	// Env is the complete environment of the process, as KEY=VALUE. The
+	// host environment never enters a sandbox; the caller builds Env.
+	Env []string
+	// Stdin reports whether the process gets a stdin pipe. If false, stdin
+	// is /dev/null.
+	Stdin bool
+}
+
+// ExitStatus is how a process ended.
+type ExitStatus struct {
+	// Code is the exit code, or -1 when the process was killed by a signal.
+	Code int
+	// Signal is the signal that killed the process, or 0.
+	Signal syscall.Signal
+}
+
+// ShellCode is the status a shell would report: the exit code, or 128+N
+// when the process was killed by signal N.
+func (s ExitStatus) ShellCode() int {
+	if s.Signal != 0 {
+		return 128 + int(s.Signal)
+	}
+	return s.Code
+}
+
+func (s ExitStatus) String() string {
+	if s.Signal != 0 {
+		return fmt.Sprintf("killed by signal %d (%v)", int(s.Signal), s.Signal)
+	}
+	return fmt.Sprintf("exit status %d", s.Code)
+}
+
+// Process is a process running inside a sandbox, in its own process group.
+type Process interface {
+	// Stdin is the process's stdin, or nil when ProcessSpec.Stdin was false.
+	Stdin() io.WriteCloser
+	// Stdout and Stderr are the process's output streams. They reach EOF
+	// after the process and every holder of the pipe have exited.
+	Stdout() io.Reader
+	Stderr() io.Reader
+	// Signal sends sig to the process's whole process group.
+	Signal(sig syscall.Signal) error
+	// Wait blocks until the process has exited and returns its status.
+	// It may be called more than once.
+	Wait() (ExitStatus, error)
+}
+
+// Instance is a running sandbox.
+type Instance interface {
+	// Start starts a process inside the sandbox.
+	Start(ctx context.Context, p ProcessSpec) (Process, error)
+	// Close kills every process in the sandbox and removes every resource
+	// the driver created for it (containers, networks, cgroups). It is
+	// idempotent and safe to call concurrently.
+	Close() error
+}

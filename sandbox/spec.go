@@ -1,0 +1,116 @@
+package sandbox
+
+import (
+	"net"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Spec is the single description of a sandbox. Every driver derives its
+// configuration from it; a field a driver cannot honour is an error from
+// that driver's Open, never silently dropped.
+type Spec struct {
+	// Workspace is the absolute host path of the workspace. It is mounted
+	// read-write at the same path inside the sandbox, so paths mean the
+	// same thing inside and out.
+	Workspace string
+	// Image is the container image (docker driver). Images are never
+	// pulled implicitly.
+	Image string
+	// Hostname inside the sandbox. If empty, "dsh" is used.
+	Hostname string
+	// Env is the base environment of every process (PATH, HOME, …),
+	// KEY=VALUE. Process environments are built on top of it.
+	Env []string
+	// User runs processes as this user. If nil, drivers use an unprivileged
+	// user (the image's non-root user for docker, the caller's mapped
+	// identity for native).
+	User *specs.User
+	// ReadonlyRoot makes the root filesystem read-only.
+	ReadonlyRoot bool
+	// NoNewPrivileges sets no_new_privs on every process.
+	NoNewPrivileges bool
+	// Capabilities kept by processes; nil or empty sets mean none.
+	Capabilities *specs.LinuxCapabilities
+	// Mounts added to the sandbox (tmpfs /tmp, read-only binds, …).
+	Mounts []specs.Mount
+	// Masks are host paths hidden inside the sandbox (an empty directory
+	// or /dev/null over them): credentials, sockets, /root.
+	Masks []string
+	// Resources are the cgroup limits: memory, pids, cpu.
+	Resources *specs.LinuxResources
+	// Rlimits applied to every process.
+	Rlimits []specs.POSIXRlimit
+	// Seccomp is the syscall filter. If nil, the driver's default filter is
+	// used; every driver's default denies at least mount, umount,
+	// pivot_root, new user namespaces, ptrace, process_vm_*, kexec, bpf,
+	// perf_event_open, keyctl, io_uring and open_by_handle_at.
+	Seccomp *specs.LinuxSeccomp
+	// Egress serves the sandbox's only way out. The driver creates a
+	// listener reachable from inside the sandbox (a unix socket forwarded
+	// by the init, or an address on an internal network), hands it to
+	// Egress.Serve, and points HTTP_PROXY and HTTPS_PROXY at it. If nil,
+	// the sandbox has no network at all.
+	Egress EgressServer
+	// Labels are attached to every resource a driver creates, beside
+	// dsh's own labels, so leftovers can be found and reaped.
+	Labels map[string]string
+}
+
+// EgressServer serves an egress proxy on a listener (package netpolicy's
+// Proxy implements it). Serve returns when the listener is closed.
+type EgressServer interface {
+	Serve(l net.Listener) error
+}
+
+// Default limits of a sandbox.
+const (
+	DefaultMemoryBytes = 2 << 30 // 2 GiB
+	DefaultPids        = 1024
+	DefaultCPUs        = 2.0
+)
+
+// DefaultMasks are host locations that hold credentials or control
+// sockets. They are hidden in every sandbox; "~" is the invoking user's
+// home directory.
+var DefaultMasks = []string{
+	"~/.ssh", "~/.aws", "~/.gnupg", "~/.docker", "~/.kube",
+	"~/.config/gcloud", "~/.azure", "~/.netrc", "~/.git-credentials",
+	"~/.npmrc", "~/.pypirc",
+	"/root",
+	"/var/run/docker.sock", "/run/docker.sock",
+	"/run/containerd/containerd.sock", "/var/run/containerd/containerd.sock",
+	"/run/docker", "/var/lib/docker",
+}
+
+// DefaultSpec returns the hardened default Spec for a workspace: read-only
+// root, tmpfs /tmp, no capabilities, no_new_privs, the driver's default
+// seccomp filter, the default limits and masks, and no network.
+func DefaultSpec(workspace string) *Spec {
+	mem := int64(DefaultMemoryBytes)
+	pids := int64(DefaultPids)
+	period := uint64(100000)
+	quota := int64(DefaultCPUs * float64(period))
+	return &Spec{
+		Workspace:       workspace,
+		Image:           "dsh/base:latest",
+		Hostname:        "dsh",
+		Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
+		ReadonlyRoot:    true,
+		NoNewPrivileges: true,
+		Capabilities:    &specs.LinuxCapabilities{},
+		Mounts: []specs.Mount{{
+			Destination: "/tmp",
+			Type:        "tmpfs",
+			Source:      "tmpfs",
+			Options:     []string{"nosuid", "nodev", "mode=1777", "size=536870912"},
+		}},
+		Masks: append([]string(nil), DefaultMasks...),
+		Resources: &specs.LinuxResources{
+			Memory: &specs.LinuxMemory{Limit: &mem},
+			Pids:   &specs.LinuxPids{Limit: &pids},
+			CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
+		},
+		Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 65536, Soft: 65536}},
+	}
+}
