@@ -1,0 +1,77 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v, want nil", err)
+	}
+}
+
+func TestValidateReportsEveryProblemWithItsKey(t *testing.T) {
+	c := Default()
+	c.Sandbox.Limits.Memory = "12XB"
+	c.Sandbox.Driver = "vm"
+	c.Network.Ports = []int{80, 70000}
+	c.Web.Fetch.Timeout = "soon"
+	err := c.Validate()
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("Validate() = %v, want Errors", err)
+	}
+	want := []string{"sandbox.driver", "sandbox.limits.memory", "network.ports[1]", "web.fetch.timeout"}
+	if len(es) != len(want) {
+		t.Fatalf("Validate() found %d problems, want %d:\n%v", len(es), len(want), err)
+	}
+	for i, w := range want {
+		var ke *KeyError
+		if !errors.As(es[i], &ke) || ke.Key != w {
+			t.Errorf("problem %d = %v, want key %s", i, es[i], w)
+		}
+	}
+}
+
+func TestCheckKeysSuggests(t *testing.T) {
+	raw := map[string]any{
+		"netwrok": map[string]any{"default": "deny"},
+		"sandbox": map[string]any{"limits": map[string]any{"memroy": "1G", "pids": 10}},
+		"web":     map[string]any{"fetch": map[string]any{"timeout": "3s"}},
+		"zzzzzz":  1,
+	}
+	errs := CheckKeys(raw)
+	got := make([]string, len(errs))
+	for i, e := range errs {
+		got[i] = e.Error()
+	}
+	want := []string{
+		`netwrok: is not a known setting; did you mean "network"?`,
+		`sandbox.limits.memroy: is not a known setting; did you mean "memory"?`,
+		`zzzzzz: is not a known setting`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CheckKeys() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"512MiB", 512 << 20}, {"2G", 2 << 30}, {"1gb", 1e9}, {"100", 100}, {"64k", 64 << 10},
+	} {
+		if got, err := ParseSize(tc.in); err != nil || got != tc.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{"", "12XB", "-1G", "0", "1.5G", "G"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) succeeded, want error", in)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Validate reports every problem in c at once, each naming its key path.
+// It returns nil or an Errors.
+func (c *Config) Validate() error {
+	var errs Errors
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+
+	switch c.Sandbox.Driver {
+	case "native", "docker", "host":
+	default:
+		bad("sandbox.driver", "%q is not a driver; use native, docker or host", c.Sandbox.Driver)
+	}
+	if c.Sandbox.Limits.Memory != "" {
+		if _, err := ParseSize(c.Sandbox.Limits.Memory); err != nil {
+			bad("sandbox.limits.memory", "%v", err)
+		}
+	}
+	if c.Sandbox.Limits.Pids < 0 {
+		bad("sandbox.limits.pids", "%d is negative; use a positive number of processes", c.Sandbox.Limits.Pids)
+	}
+	if c.Sandbox.Limits.CPUs < 0 {
+		bad("sandbox.limits.cpus", "%v is negative; use a number of CPUs such as 1.5", c.Sandbox.Limits.CPUs)
+	}
+	for i, m := range c.Sandbox.Masks {
+		if !strings.HasPrefix(m, "/") && !strings.HasPrefix(m, "~/") {
+			bad(fmt.Sprintf("sandbox.masks[%d]", i), "%q is not an absolute path or ~/path", m)
+		}
+	}
+	validatePolicy("network", c.Network, bad)
+	validatePolicy("web.policy", c.Web.Policy, bad)
+
+	if _, err := time.ParseDuration(c.Web.Fetch.Timeout); c.Web.Fetch.Timeout != "" && err != nil {
+		bad("web.fetch.timeout", "%q is not a duration (use 30s, 2m)", c.Web.Fetch.Timeout)
+	}
+	if c.Web.Fetch.MaxBytes < 0 {
+		bad("web.fetch.max_bytes", "%d is negative", c.Web.Fetch.MaxBytes)
+	}
+	if c.Web.Fetch.MaxChars < 0 {
+		bad("web.fetch.max_chars", "%d is negative", c.Web.Fetch.MaxChars)
+	}
+	if c.Web.Fetch.MaxRedirects < 0 {
+		bad("web.fetch.max_redirects", "%d is negative", c.Web.Fetch.MaxRedirects)
+	}
+	switch c.Web.Search.Provider {
+	case "", "searxng", "brave":
+	default:
+		bad("web.search.provider", "%q is not a search provider; use searxng or brave", c.Web.Search.Provider)
+	}
+	if u := c.Web.Search.SearXNGURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			bad("web.search.searxng_url", "%q is not an http(s) URL", u)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// validatePolicy checks the shape of a policy section. Entry syntax is
+// checked by netpolicy when the policy is built.
+func validatePolicy(key string, p Policy, bad func(key, format string, args ...any)) {
+	switch p.Default {
+	case "deny", "public":
+	default:
+		bad(key+".default", "%q is not a policy default; use deny or public", p.Default)
+	}
+	for i, port := range p.Ports {
+		if port < 1 || port > 65535 {
+			bad(fmt.Sprintf("%s.ports[%d]", key, i), "%d is not a port (1-65535)", port)
+		}
+	}
+}
