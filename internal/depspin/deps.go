@@ -1,7 +1,6 @@
+// Package depspin keeps modules in go.mod while the packages that use them are being written; delete it once each is imported for real.
 package deps
 import (
- _ "github.com/spf13/cobra"
- _ "github.com/spf13/viper"
  _ "github.com/docker/docker/client"
  _ "github.com/containerd/cgroups/v3/cgroup1"
  _ "github.com/opencontainers/runtime-spec/specs-go"
