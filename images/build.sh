@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# images/build.sh builds dsh's local images; `make images` runs it.
+#
+# There is no container registry on dsh's build machines, so the Debian base
+# is made here: debootstrap --variant=minbase bookworm, then docker import.
+# Every step is skipped when its image already exists, so a second run takes
+# a second. Set DSH_IMAGES_REBUILD=1 to rebuild dsh/base and the fixture
+# (the imported Debian base is kept; remove it by hand to remake it).
+#
+# Images:
+#   dsh/debian-bookworm:local  debootstrapped bookworm (minbase)
+#   dsh/base:latest            images/base/Dockerfile on top of it
+#   dsh/fixture:latest         FROM scratch + busybox-static, for fast tests
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+debian_image="${DSH_DEBIAN_IMAGE:-dsh/debian-bookworm:local}"
+base_image="${DSH_BASE_IMAGE:-dsh/base:latest}"
+fixture_image="${DSH_FIXTURE_IMAGE:-dsh/fixture:latest}"
+suite=bookworm
+
+say() { printf 'images: %s\n' "$*" >&2; }
+die() { printf 'images: error: %s\n' "$*" >&2; exit 1; }
+
+# quiet runs a command and shows its output only when it fails (docker
+# build prints a deprecation banner on every run otherwise).
+quiet() {
+	local out
+	if ! out="$("$@" 2>&1)"; then
+		printf '%s\n' "$out" >&2
+		return 1
+	fi
+}
+
+have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+# mirror prints the Debian mirror apt is configured with (deb822 or
+# one-line sources), so debootstrap uses the same reachable mirror.
+mirror() {
+	if [ -n "${DSH_DEBIAN_MIRROR:-}" ]; then
+		echo "$DSH_DEBIAN_MIRROR"
+		return
+	fi
+	local f u
+	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -r "$f" ] || continue
+		u="$(awk '
+			/^URIs:/ { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }
+			/^deb[ \t]/ { for (i = 2; i <= NF; i++) if ($i ~ /^https?:.*\/debian\/?$/) { print $i; exit } }
+		' "$f")"
+		if [ -n "$u" ]; then
+			echo "$u"
+			return
+		fi
+	done
+	echo "http://deb.debian.org/debian"
+}
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || die "$1 is not installed; $2"
+}
+
+check_docker() {
+	need docker "install docker.io (apt-get install docker.io)"
+	docker info >/dev/null 2>&1 ||
+		die "the Docker engine does not answer (docker info failed); start it with: (dockerd >/tmp/dockerd.log 2>&1 &)"
+}
+
+build_debian() {
+	if have_image "$debian_image"; then
+		say "$debian_image present"
+		return
+	fi
+	need debootstrap "install it (apt-get install debootstrap) or set DSH_DEBIAN_IMAGE to an existing bookworm image"
+	[ "$(id -u)" = 0 ] || die "debootstrap needs root to build $debian_image; run make images as root"
+	local m root
+	m="$(mirror)"
+	root="$(mktemp -d /tmp/dsh-debootstrap.XXXXXX)"
+	# shellcheck disable=SC2064 # expand root now: the trap must remove this directory
+	trap "rm -rf '$root'" EXIT
+	say "debootstrap --variant=minbase $suite from $m (about a minute)"
+	if ! debootstrap --variant=minbase "$suite" "$root" "$m" >"$root.log" 2>&1; then
+		tail -n 20 "$root.log" >&2
+		die "debootstrap failed (full log: $root.log); check that $m is reachable or set DSH_DEBIAN_MIRROR"
+	fi
+	rm -f "$root.log"
+	# A smaller image: no package caches or lists in the base.
+	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+	say "docker import -> $debian_image"
+	tar -C "$root" -c . | docker import \
+		--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+		--change 'CMD ["bash"]' \
+		- "$debian_image" >/dev/null
+	rm -rf "$root"
+	trap - EXIT
+}
+
+build_base() {
+	if have_image "$base_image" && [ "${DSH_IMAGES_REBUILD:-}" != 1 ]; then
+		say "$base_image present"
+		return
+	fi
+	say "docker build $base_image (BASE=$debian_image)"
+	quiet docker build -q --build-arg "BASE=$debian_image" -t "$base_image" "$here/base" ||
+		die "docker build of $base_image failed (output above)"
+}
+
+build_fixture() {
+	if have_image "$fixture_image" && [ "${DSH_IMAGES_REBUILD:-}" != 1 ]; then
+		say "$fixture_image present"
+		return
+	fi
+	local ctx
+	ctx="$(mktemp -d /tmp/dsh-fixture.XXXXXX)"
+	# shellcheck disable=SC2064
+	trap "rm -rf '$ctx'" EXIT
+	if [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked'; then
+		cp /bin/busybox "$ctx/busybox"
+	else
+		say "fetching busybox-static from Debian"
+		(cd "$ctx" && apt-get download busybox-static >/dev/null 2>&1) ||
+			(apt-get update >/dev/null && cd "$ctx" && apt-get download busybox-static >/dev/null) ||
+			die "apt-get download busybox-static failed; check apt's sources"
+		dpkg-deb -x "$ctx"/busybox-static_*.deb "$ctx/pkg"
+		cp "$ctx/pkg/bin/busybox" "$ctx/busybox"
+	fi
+	printf 'root:x:0:0:root:/root:/bin/sh\ndsh:x:1000:1000:dsh:/tmp:/bin/sh\n' >"$ctx/passwd"
+	printf 'root:x:0:\ndsh:x:1000:\n' >"$ctx/group"
+	cp "$here/fixture/Dockerfile" "$ctx/"
+	say "docker build $fixture_image"
+	quiet docker build -q -t "$fixture_image" "$ctx" || die "docker build of $fixture_image failed (output above)"
+	rm -rf "$ctx"
+	trap - EXIT
+}
+
+check_docker
+build_debian
+build_base
+build_fixture
+say "done: $base_image $fixture_image"
