@@ -1,0 +1,25 @@
+package netpolicy
+
+// Config is a policy as written in configuration (it mirrors
+// internal/config.Policy field for field).
+type Config struct {
+	// Default is "deny" or "public" (any globally reachable address).
+	// If empty, deny is used.
+	Default string
+	// Ports are the ports allowed for destinations allowed only by
+	// Default "public". Empty means any port.
+	Ports []int
+	// Allow entries: host, *.host, host:port, *.host:port, IP, IP:port,
+	// [IPv6]:port, CIDR, or * (anything) and *:port.
+	Allow []string
+	// Deny entries, in the same forms as Allow.
+	Deny []string
+}
+
+// WebDefault is the policy of web fetches when none is configured:
+// globally reachable addresses on ports 80 and 443.
+func WebDefault() Config { return Config{Default: "public", Ports: []int{80, 443}} }
+
+// SandboxDefault is the egress policy of a world when none is
+// configured: nothing.
+func SandboxDefault() Config { return Config{Default: "deny"} }
