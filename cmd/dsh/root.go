@@ -24,6 +24,8 @@ causes can escape it.`,
 		newVersionCmd(),
 		newConfigCmd(),
 		newDoctorCmd(),
+		newPolicyCmd(),
+		newProxyCmd(),
 	)
 	return root
 }
