@@ -1,0 +1,369 @@
+package netpolicy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrProxyClosed is returned by Proxy.Serve after Shutdown or Close.
+var ErrProxyClosed = errors.New("netpolicy: proxy closed")
+
+// Default limits of a Proxy.
+const (
+	DefaultProxyMaxHeaderBytes   = 64 << 10
+	DefaultProxyHeaderTimeout    = 30 * time.Second
+	DefaultProxyConnectTimeout   = 10 * time.Second
+	DefaultProxyIdleTimeout      = 5 * time.Minute
+	DefaultProxyMaxConnsPerWorld = 1024
+)
+
+// ProxyOptions configure a Proxy. The zero value works: world "default",
+// no audit log, no metrics and the default limits.
+type ProxyOptions struct {
+	// World names the execution world whose traffic this proxy carries. It
+	// appears in every audit record and metric. If empty, "default".
+	World string
+	// Route, if set, picks the world of each connection from its client
+	// address, so one listener can serve several worlds told apart by
+	// source address (docker worlds on one shared internal network). It
+	// returns the world's name and its Dialer; ok false refuses the
+	// connection with 403. If nil, every connection belongs to World and
+	// is dialled through the Dialer given to NewProxy.
+	Route func(client net.Addr) (world string, d *Dialer, ok bool)
+	// Audit receives one JSON line per CONNECT tunnel and per forwarded
+	// request (see AuditRecord). Each line is written with one Write call;
+	// the proxy serialises writes. If nil, nothing is written.
+	Audit io.Writer
+	// Metrics, if set, counts decisions, open connections and bytes.
+	Metrics *ProxyMetrics
+	// Logger receives operational errors (failed audit writes, accept
+	// errors). If nil, they are discarded.
+	Logger *slog.Logger
+
+	// MaxHeaderBytes caps the request line and headers of one request;
+	// larger requests get 431. If zero, 64 KiB.
+	MaxHeaderBytes int
+	// HeaderTimeout bounds how long a client may take to send a request's
+	// headers, and how long an idle keep-alive client connection stays
+	// open. If zero, 30s.
+	HeaderTimeout time.Duration
+	// ConnectTimeout bounds resolving and connecting to an upstream. If
+	// zero, 10s.
+	ConnectTimeout time.Duration
+	// IdleTimeout closes a CONNECT tunnel after this long without a byte
+	// in either direction, and bounds waiting for an upstream's response
+	// headers. If zero, 5 minutes.
+	IdleTimeout time.Duration
+	// MaxConnsPerWorld caps the client connections one world may hold
+	// open at once; further connections get 503. If zero, 1024.
+	MaxConnsPerWorld int
+}
+
+// Proxy is an HTTP forward proxy (absolute-form requests) and CONNECT
+// tunnel server that applies a world's egress Policy. It dials only
+// through the world's guarded Dialer, so names are resolved by the proxy,
+// every resolved address is checked, and the address it checked is the
+// one it connects to. A Proxy implements sandbox.EgressServer.
+type Proxy struct {
+	opts      ProxyOptions // defaults applied; never mutated after NewProxy
+	def       *world       // the world of NewProxy's Dialer
+	audit     *auditLog
+	log       *slog.Logger
+	closing   atomic.Bool
+	connWG    sync.WaitGroup // one per tracked client connection
+	serveDone chan struct{}  // closed by Close/Shutdown
+
+	mu        sync.Mutex // guards the fields below
+	listeners map[net.Listener]struct{}
+	conns     map[*clientConn]struct{}
+	worlds    map[*Dialer]*world // worlds met through Route, by Dialer
+	selfAddrs []netip.AddrPort   // listening TCP addresses
+	selfAny   map[uint16]bool    // ports listened on at an unspecified address
+	closeOnce sync.Once
+}
+
+// world is the per-world state shared by every connection of that world.
+type world struct {
+	name string
+	d    *Dialer
+	tr   *http.Transport // forward requests; dials through d
+	open atomic.Int64    // client connections currently open
+}
+
+// NewProxy returns a proxy that dials through d, whose Policy is the
+// world's egress policy. opts may be nil.
+func NewProxy(d *Dialer, opts *ProxyOptions) *Proxy {
+	p := &Proxy{
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*clientConn]struct{}{},
+		worlds:    map[*Dialer]*world{},
+		selfAny:   map[uint16]bool{},
+		serveDone: make(chan struct{}),
+	}
+	if opts != nil {
+		p.opts = *opts
+	}
+	o := &p.opts
+	if o.World == "" {
+		o.World = "default"
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultProxyMaxHeaderBytes
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultProxyHeaderTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultProxyConnectTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultProxyIdleTimeout
+	}
+	if o.MaxConnsPerWorld <= 0 {
+		o.MaxConnsPerWorld = DefaultProxyMaxConnsPerWorld
+	}
+	p.log = o.Logger
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.audit = newAuditLog(o.Audit, p.log)
+	if d != nil {
+		p.def = p.newWorld(o.World, d)
+	}
+	return p
+}
+
+func (p *Proxy) newWorld(name string, d *Dialer) *world {
+	w := &world{name: name, d: p.guardDialer(d)}
+	w.tr = p.newTransport(w)
+	return w
+}
+
+// Serve accepts connections on l and serves them until Shutdown or Close,
+// then returns ErrProxyClosed. It may be called for several listeners at
+// once. Serve closes l when it returns.
+func (p *Proxy) Serve(l net.Listener) error {
+	if !p.trackListener(l) {
+		l.Close()
+		return ErrProxyClosed
+	}
+	defer p.untrackListener(l)
+	var backoff time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if p.closing.Load() {
+				return ErrProxyClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporaryAccept(err) {
+				// Out of file descriptors and the like: wait, as
+				// net/http does, instead of spinning or giving up.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				p.log.Warn("proxy accept", "err", err, "retry_in", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		cc := &clientConn{p: p, c: c, start: time.Now()}
+		if !p.trackConn(cc) {
+			c.Close()
+			return ErrProxyClosed
+		}
+		go cc.serve()
+	}
+}
+
+// isTemporaryAccept reports whether an Accept error is worth retrying
+// (EMFILE, ENFILE, ECONNABORTED...).
+func isTemporaryAccept(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+func (p *Proxy) trackListener(l net.Listener) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing.Load() {
+		return false
+	}
+	p.listeners[l] = struct{}{}
+	if ta, ok := l.Addr().(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		ip := ap.Addr().Unmap()
+		if ip.IsUnspecified() {
+			p.selfAny[ap.Port()] = true
+		} else {
+			p.selfAddrs = append(p.selfAddrs, netip.AddrPortFrom(ip, ap.Port()))
+		}
+	}
+	return true
+}
+
+func (p *Proxy) untrackListener(l net.Listener) {
+	p.mu.Lock()
+	delete(p.listeners, l)
+	p.mu.Unlock()
+	l.Close()
+}
+
+func (p *Proxy) trackConn(cc *clientConn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing.Load() {
+		return false
+	}
+	p.conns[cc] = struct{}{}
+	p.connWG.Add(1)
+	return true
+}
+
+func (p *Proxy) untrackConn(cc *clientConn) {
+	p.mu.Lock()
+	delete(p.conns, cc)
+	p.mu.Unlock()
+	p.connWG.Done()
+}
+
+// worldOf returns the world of a new client connection, or nil when the
+// connection belongs to no world.
+func (p *Proxy) worldOf(client net.Addr) *world {
+	if p.opts.Route == nil {
+		return p.def
+	}
+	name, d, ok := p.opts.Route(client)
+	if !ok || d == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.worlds[d]
+	if w == nil || w.name != name {
+		w = p.newWorld(name, d)
+		p.worlds[d] = w
+	}
+	return w
+}
+
+// isSelf reports whether ap is an address this proxy listens on, so that
+// a client cannot make the proxy connect to itself.
+func (p *Proxy) isSelf(ap netip.AddrPort) bool {
+	ip := ap.Addr().WithZone("").Unmap()
+	ap = netip.AddrPortFrom(ip, ap.Port())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.selfAddrs {
+		if s == ap || (ip.IsUnspecified() && s.Port() == ap.Port()) {
+			return true
+		}
+	}
+	return p.selfAny[ap.Port()] && (ip.IsLoopback() || ip.IsUnspecified() || isLocalAddr(ip))
+}
+
+var localAddrs struct {
+	once sync.Once
+	set  map[netip.Addr]bool
+}
+
+// isLocalAddr reports whether ip is assigned to an interface of this host.
+func isLocalAddr(ip netip.Addr) bool {
+	localAddrs.once.Do(func() {
+		localAddrs.set = map[netip.Addr]bool{}
+		as, _ := net.InterfaceAddrs()
+		for _, a := range as {
+			if n, ok := a.(*net.IPNet); ok {
+				if x, ok := netip.AddrFromSlice(n.IP); ok {
+					localAddrs.set[x.Unmap()] = true
+				}
+			}
+		}
+	})
+	return localAddrs.set[ip]
+}
+
+// Shutdown stops accepting connections, closes idle keep-alive
+// connections, and waits for requests in flight and open tunnels to end.
+// When ctx ends first, it closes every remaining connection and returns
+// ctx's error.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.beginClose()
+	// Idle connections are woken by beginClose; active ones finish their
+	// request and then see p.closing. Tunnels run until either side ends.
+	done := make(chan struct{})
+	go func() { p.connWG.Wait(); close(done) }()
+	select {
+	case <-done:
+		p.closeTransports()
+		return nil
+	case <-ctx.Done():
+		p.closeConns(false)
+		<-done
+		p.closeTransports()
+		return ctx.Err()
+	}
+}
+
+// Close closes every listener and connection at once. It is idempotent.
+func (p *Proxy) Close() error {
+	p.beginClose()
+	p.closeConns(false)
+	p.connWG.Wait()
+	p.closeTransports()
+	return nil
+}
+
+func (p *Proxy) beginClose() {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closing.Store(true)
+		for l := range p.listeners {
+			l.Close()
+		}
+		p.mu.Unlock()
+		close(p.serveDone)
+	})
+	p.closeConns(true)
+}
+
+// closeConns closes the idle client connections, or all of them.
+func (p *Proxy) closeConns(idleOnly bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for cc := range p.conns {
+		if !idleOnly {
+			cc.forceClose()
+			continue
+		}
+		if cc.state.CompareAndSwap(stateIdle, stateClosed) {
+			cc.c.Close()
+		}
+	}
+}
+
+func (p *Proxy) closeTransports() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.def != nil {
+		p.def.tr.CloseIdleConnections()
+	}
+	for _, w := range p.worlds {
+		w.tr.CloseIdleConnections()
+	}
+}
+
+// bufioReaders pools the readers of request headers; a tunnel gives its
+// reader back as soon as the CONNECT request is read.
+var bufioReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+var bufioWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
