@@ -32,6 +32,7 @@ images: docker build
 test: images
 	CGO_ENABLED=0 DSH_REQUIRE_DOCKER=1 DSH_REQUIRE_TOOLS=1 $(REQUIRE_PRIV) \
 		$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	@scripts/check-leftovers.sh
 
 ## test-short: unit tests only, no Docker
 test-short:
