@@ -6,9 +6,16 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
 
 func main() {
+	// The sandbox init is the same binary; it must not build the CLI
+	// (flags, config) before serving.
+	if len(os.Args) > 1 && os.Args[1] == pid1.Arg {
+		os.Exit(pid1.Main())
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

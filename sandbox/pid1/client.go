@@ -1,0 +1,132 @@
+package pid1
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"io"
+
+	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/hashicorp/yamux"
+)
+
+// Client starts and controls processes through an init at the other end
+// of one connection.
+type Client struct {
+	sess   *yamux.Session
+	nextID atomic.Uint64
+	closed atomic.Bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewClient returns a client of the init serving conn. It does not wait
+// for the init: a missing or foreign peer shows in the first Start, which
+// takes a context.
+func NewClient(conn io.ReadWriteCloser) (*Client, error) {
+	sess, err := yamux.Client(conn, sessionConfig())
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("pid1: starting session: %w", err)
+	}
+	return &Client{sess: sess}, nil
+}
+
+// Close closes the connection, which makes the init kill every process
+// and exit. Processes still running report ErrClosed from Wait, and their
+// unread output ends with it. Close is idempotent and safe to call
+// concurrently; every call returns the first call's result.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.closeErr = c.sess.Close()
+	})
+	return c.closeErr
+}
+
+// lostErr is the error for a connection that ended under a process.
+func (c *Client) lostErr() error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	return ErrConnLost
+}
+
+// Start starts a process inside the sandbox and returns once the init has
+// started it (or failed to: a *StartError, see ErrNotFound and
+// ErrNotExecutable). ctx bounds the start only; afterwards the process
+// runs until it exits, is signalled, or the client closes. A start
+// abandoned because ctx ended kills the process if it had started.
+//
+// Stdout and Stderr must be read concurrently with the process, as with
+// pipes: the process blocks once about 1 MiB of either is unread.
+func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.Process, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return nil, &StartError{Dir: spec.Dir, Kind: ErrInvalidSpec, Msg: "empty argv: name the program to run"}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	id := c.nextID.Add(1)
+	p := newProcess(c, spec)
+
+	// Data streams first, so they are usually there when the init reads
+	// the start request.
+	var err error
+	open := func(kind byte, payload []byte) *yamux.Stream {
+		if err != nil {
+			return nil
+		}
+		var st *yamux.Stream
+		if st, err = c.sess.OpenStream(); err != nil {
+			return nil
+		}
+		if _, err = st.Write(append(encodeHeader(kind, id), payload...)); err != nil {
+			st.Close()
+			return nil
+		}
+		return st
+	}
+	p.stdout.st = open(kindStdout, nil)
+	p.stderr.st = open(kindStderr, nil)
+	if spec.Stdin {
+		if st := open(kindStdin, nil); st != nil {
+			p.stdin = &stdinPipe{st: st}
+		}
+	}
+	req, merr := marshalLine(&message{Start: &startRequest{
+		Version: protoVersion, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
+	}})
+	if merr != nil && err == nil {
+		err = merr
+	}
+	p.ctl = open(kindControl, req)
+	if err != nil {
+		p.closeStreams()
+		if c.closed.Load() {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("pid1: starting %q: %w (%w)", spec.Argv[0], ErrConnLost, err)
+	}
+	go p.readControl()
+
+	select {
+	case err := <-p.startErr:
+		if err != nil {
+			p.closeStreams()
+			return nil, err
+		}
+		return p, nil
+	case <-ctx.Done():
+		// Closing the control stream tells the init to kill the process
+		// if it started it after all.
+		p.closeStreams()
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,47 @@
+// Package pid1 is dsh's init: PID 1 of every sandbox, and the client that
+// drives it from outside.
+//
+// The init ([Serve], or [Main] as `dsh __init`) serves one connection — any
+// [io.ReadWriteCloser]: a container's attach stream for the docker driver,
+// a re-executed child's stdin and stdout joined with [JoinConn] for the
+// native driver. The connection carries a yamux session, so any number of
+// processes run and stream at once, each with its own flow control:
+// a process's unread stdout stalls that process alone, never the others.
+//
+// Per process the client opens up to four streams, each beginning with a
+// 9-byte header (a kind byte and the process id the client chose):
+//
+//	'o' stdout   init -> client, the exact bytes the process wrote
+//	'e' stderr   init -> client
+//	'i' stdin    client -> init (only when ProcessSpec.Stdin is true)
+//	'c' control  newline-delimited JSON both ways
+//
+// On the control stream the client sends one start request (argv, dir,
+// env, stdin flag, protocol version) and later any number of signal
+// requests; the init answers "started" (with the pid) or a typed start
+// error, then "exit" once the process is reaped, an output total per
+// stdout/stderr stream just before closing it (so the client can tell a
+// complete stream from one cut short by a lost connection), and
+// "stdinClosed" when nothing reads stdin any more. The init closes the
+// control stream when the process has exited and every holder of its
+// output pipes is gone; until then Signal reaches the process group, so
+// background children that keep the pipes open can still be killed.
+//
+// Semantics the drivers rely on:
+//
+//   - Every process starts in its own process group; Signal signals the
+//     whole group.
+//   - argv[0] is resolved with the PATH of the process's own environment,
+//     inside the sandbox; failures are [*StartError] values wrapping
+//     [ErrNotFound] (shell code 127) or [ErrNotExecutable] (126).
+//   - The init owns wait4 for its children: it does not use os/exec's Wait,
+//     so reaping orphans can never steal a direct child's exit status.
+//     As PID 1 (or as a child subreaper) it reaps every zombie.
+//   - When the connection closes or fails, the init SIGKILLs every process
+//     group it started, every descendant it can find (kill(-1) as PID 1),
+//     reaps them, and returns: nothing it started survives it.
+//
+// The init is the untrusted side: it runs inside the sandbox. The client
+// bounds every message it reads from it and never trusts its pids for
+// anything but reporting.
+package pid1

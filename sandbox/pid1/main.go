@@ -1,0 +1,64 @@
+package pid1
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Arg is the hidden first argument that makes dsh run as the init:
+// `dsh __init`. cmd/dsh dispatches it before building the CLI.
+const Arg = "__init"
+
+// Main runs the init over its own stdin and stdout as one connection and
+// returns the process exit status: 0 when the client closed the
+// connection, 1 when the transport failed. Diagnostics go to stderr; set
+// DSH_INIT_LOG=debug for more of them.
+func Main() int {
+	// Descriptors the init inherited beyond stdio (a driver's socket, a
+	// leaked fd of the runtime) must not reach the processes it starts.
+	markCloexec()
+	// A write to a closed stdout must come back as EPIPE, so Serve can
+	// clean up; without a handler, Go would die of SIGPIPE and, outside a
+	// pid namespace, leave the children running. Notify (unlike Ignore)
+	// keeps SIGPIPE at its default in the children.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// Outside a pid namespace, become the subreaper of everything we
+	// start, so orphans stay within reach of the final kill.
+	if os.Getpid() != 1 {
+		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
+	level := slog.LevelWarn
+	if os.Getenv("DSH_INIT_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "dsh-init")
+	if err := Serve(JoinConn(os.Stdin, os.Stdout), &ServeOptions{Logger: log}); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh __init:", err)
+		return 1
+	}
+	return 0
+}
+
+// markCloexec sets close-on-exec on every descriptor above stderr.
+func markCloexec() {
+	if unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Kernels before 5.11: one by one.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var fd int
+		if _, err := fmt.Sscan(e.Name(), &fd); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+}

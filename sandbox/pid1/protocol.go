@@ -1,0 +1,129 @@
+package pid1
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// protoVersion is the control protocol version. The client and the init
+// are normally the same dsh binary; a mismatch is a clear start error.
+const protoVersion = 1
+
+// Stream kinds: the first byte of every stream.
+const (
+	kindControl byte = 'c'
+	kindStdin   byte = 'i'
+	kindStdout  byte = 'o'
+	kindStderr  byte = 'e'
+)
+
+// headerSize is the size of the header that opens every stream: the kind
+// byte and the process id, big endian.
+const headerSize = 1 + 8
+
+// Message size caps. A start request carries argv and env (the kernel's
+// own limit for both together is a few MiB); the init's messages are
+// small, and the client refuses anything bigger from the untrusted side.
+const (
+	maxRequestLine = 8 << 20
+	maxReplyLine   = 64 << 10
+)
+
+func encodeHeader(kind byte, id uint64) []byte {
+	b := make([]byte, headerSize)
+	b[0] = kind
+	binary.BigEndian.PutUint64(b[1:], id)
+	return b
+}
+
+func decodeHeader(b []byte) (kind byte, id uint64) {
+	return b[0], binary.BigEndian.Uint64(b[1:])
+}
+
+// message is one line on a control stream. Exactly one field is set.
+type message struct {
+	// client -> init
+	Start  *startRequest `json:"start,omitempty"`
+	Signal int           `json:"signal,omitempty"`
+
+	// init -> client
+	Started     *startedReply `json:"started,omitempty"`
+	Error       *errorReply   `json:"error,omitempty"`
+	Exit        *exitReply    `json:"exit,omitempty"`
+	Output      *outputReply  `json:"output,omitempty"`
+	StdinClosed bool          `json:"stdinClosed,omitempty"`
+}
+
+type startRequest struct {
+	Version int      `json:"v"`
+	Argv    []string `json:"argv"`
+	Dir     string   `json:"dir,omitempty"`
+	Env     []string `json:"env"`
+	Stdin   bool     `json:"stdin,omitempty"`
+}
+
+type startedReply struct {
+	Pid int `json:"pid"`
+}
+
+type errorReply struct {
+	Kind string `json:"kind"`
+	Msg  string `json:"msg"`
+}
+
+type exitReply struct {
+	Code   int `json:"code"`
+	Signal int `json:"signal,omitempty"`
+}
+
+// outputReply reports that the init has forwarded all of a stream:
+// Stream is "stdout" or "stderr", N the total number of bytes.
+type outputReply struct {
+	Stream string `json:"stream"`
+	N      int64  `json:"n"`
+}
+
+// writeMessage writes m as one line in a single Write, so concurrent
+// writers on one yamux stream never interleave (Stream.Write holds the
+// stream's send lock for the whole buffer).
+func writeMessage(w io.Writer, m *message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+var errLineTooLong = errors.New("control message too long")
+
+// readMessage reads one line of at most max bytes into m.
+func readMessage(r *bufio.Reader, max int, m *message) error {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			return errLineTooLong
+		}
+		line = append(line, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(line) > 0 {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		break
+	}
+	*m = message{}
+	if err := json.Unmarshal(line, m); err != nil {
+		return fmt.Errorf("decoding control message: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package pid1
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// defaultPath is searched when the process environment has no PATH, as a
+// shell would.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// childPipes are the init's ends of a started process's stdio.
+type childPipes struct {
+	stdin  *os.File // nil when the process reads /dev/null
+	stdout *os.File
+	stderr *os.File
+}
+
+// start validates req, resolves argv[0] and starts the process in its own
+// process group.
+func (s *server) start(req *startRequest) (*child, *childPipes, error) {
+	fail := func(kind error, format string, args ...any) error {
+		return &StartError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	}
+	if req.Version != protoVersion {
+		return nil, nil, fail(ErrInvalidSpec, "protocol version %d, but this init speaks %d: run the same dsh binary on both sides", req.Version, protoVersion)
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, nil, fail(ErrInvalidSpec, "empty argv")
+	}
+	if req.Dir != "" {
+		fi, err := os.Stat(req.Dir)
+		if err != nil {
+			return nil, nil, fail(ErrBadDir, "working directory %q: %v", req.Dir, errors.Unwrap(err))
+		}
+		if !fi.IsDir() {
+			return nil, nil, fail(ErrBadDir, "working directory %q is not a directory", req.Dir)
+		}
+	}
+	env := dedupEnv(req.Env)
+	pathEnv, ok := lookupEnv(env, "PATH")
+	if !ok {
+		pathEnv = defaultPath
+	}
+	path, err := lookPath(req.Argv[0], pathEnv, req.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	var files [3]*os.File // the child's ends
+	p := &childPipes{}
+	closeAll := func() {
+		for _, f := range append(files[:], p.stdin, p.stdout, p.stderr) {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	if req.Stdin {
+		files[0], p.stdin, err = os.Pipe()
+	} else {
+		files[0], err = os.Open(os.DevNull)
+	}
+	if err == nil {
+		p.stdout, files[1], err = os.Pipe()
+	}
+	if err == nil {
+		p.stderr, files[2], err = os.Pipe()
+	}
+	if err != nil {
+		closeAll()
+		return nil, nil, fail(nil, "creating stdio: %v", err)
+	}
+	attr := &syscall.ProcAttr{
+		Dir:   req.Dir,
+		Env:   env,
+		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	}
+
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		closeAll()
+		return nil, nil, fail(nil, "the init is shutting down")
+	}
+	pid, err := syscall.ForkExec(path, req.Argv, attr)
+	var c *child
+	if err == nil {
+		c = &child{pid: pid, status: make(chan exitReply, 1)}
+		s.children[pid] = c
+		s.groups[pid] = struct{}{}
+	}
+	s.mu.Unlock()
+
+	for i := range files {
+		files[i].Close()
+		files[i] = nil
+	}
+	if err != nil {
+		closeAll()
+		return nil, nil, execError(path, err)
+	}
+	return c, p, nil
+}
+
+// execError maps a fork/exec failure to a StartError.
+func execError(path string, err error) error {
+	e := &StartError{Msg: fmt.Sprintf("executing %s: %v", path, err)}
+	switch {
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR):
+		// The file vanished, or its interpreter (#!) does not exist.
+		e.Kind = ErrNotFound
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM),
+		errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR),
+		errors.Is(err, syscall.ETXTBSY), errors.Is(err, syscall.ELIBBAD):
+		e.Kind = ErrNotExecutable
+	case errors.Is(err, syscall.EINVAL):
+		e.Kind = ErrInvalidSpec // NUL bytes in argv or env
+	}
+	return e
+}
+
+// lookPath resolves file the way a shell does, but with the process's own
+// PATH (pathEnv) and relative to its working directory dir: a name with a
+// slash is used as is; otherwise the first executable regular file in
+// PATH wins. A match that exists but cannot be executed is
+// ErrNotExecutable unless a later directory has an executable one.
+func lookPath(file, pathEnv, dir string) (string, error) {
+	at := func(p string) string {
+		if filepath.IsAbs(p) || dir == "" {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	if strings.Contains(file, "/") {
+		if err := checkExecutable(at(file)); err != nil {
+			return "", &StartError{Kind: err, Msg: fmt.Sprintf("%s: %s", file, describe(err))}
+		}
+		return file, nil
+	}
+	var notExec string
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "." // POSIX: an empty PATH element is the working directory
+		}
+		p := filepath.Join(d, file)
+		switch err := checkExecutable(at(p)); err {
+		case nil:
+			if !filepath.IsAbs(p) && !strings.Contains(p, "/") {
+				p = "./" + p
+			}
+			return p, nil
+		case ErrNotExecutable:
+			if notExec == "" {
+				notExec = p
+			}
+		}
+	}
+	if notExec != "" {
+		return "", &StartError{Kind: ErrNotExecutable, Msg: fmt.Sprintf("%s: %s", notExec, describe(ErrNotExecutable))}
+	}
+	return "", &StartError{Kind: ErrNotFound, Msg: fmt.Sprintf("not found in PATH %q", pathEnv)}
+}
+
+// checkExecutable reports nil, ErrNotFound or ErrNotExecutable for p.
+func checkExecutable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return ErrNotFound
+		}
+		return ErrNotExecutable // e.g. EACCES on a directory on the way
+	}
+	if !fi.Mode().IsRegular() {
+		return ErrNotExecutable
+	}
+	// Effective IDs, as execve checks them; root passes only if some
+	// execute bit is set.
+	if err := unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS); err != nil {
+		return ErrNotExecutable
+	}
+	return nil
+}
+
+func describe(kind error) string {
+	if kind == ErrNotFound {
+		return "no such file"
+	}
+	return "permission denied or not an executable regular file"
+}
+
+// lookupEnv returns the value of key in env, which dedupEnv has made
+// unique.
+func lookupEnv(env []string, key string) (string, bool) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// dedupEnv keeps the last entry of every key, in the position of that
+// last entry: callers build env as base + explicit entries, and the
+// explicit entry must win — for the PATH search here and for getenv in the
+// child, which would otherwise see the first one.
+func dedupEnv(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, 0, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		k, _, _ := strings.Cut(env[i], "=")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, env[i])
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
