@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/web"
+)
+
+func newFetchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fetch [--policy FILE] [--allow ENTRY]... [--json] [--raw] URL",
+		Short: "Fetch a URL under the web policy and print it as Markdown",
+		Long: `Fetch one http(s) URL the way the web_fetch tool does: GET only, same-origin
+redirects (at most web.fetch.max_redirects), text content types only, byte
+and character caps, and every connection - every redirect hop included -
+checked against the web policy (default: public addresses on ports 80 and
+443; private, loopback and metadata addresses are refused).
+
+HTML is printed as Markdown, other text as it came; --raw prints the
+decoded body without conversion. A non-2xx status is printed like any page.
+Errors exit 1 with a code such as NET_DENIED or WEB_FETCH_TOO_LARGE.`,
+		Args: cobra.ExactArgs(1),
+		RunE: runFetch,
+	}
+	addPolicyFlags(cmd)
+	cmd.Flags().Bool("json", false, `print {"url","final_url","status","kind","content","truncated"} (or {"url","error"})`)
+	cmd.Flags().Bool("raw", false, "print the decoded body without converting HTML to Markdown")
+	return cmd
+}
+
+// fetchJSON is dsh fetch --json's answer.
+type fetchJSON struct {
+	URL       string     `json:"url"`
+	FinalURL  string     `json:"final_url,omitempty"`
+	Status    int        `json:"status,omitempty"`
+	Kind      web.Kind   `json:"kind,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	Truncated *bool      `json:"truncated,omitempty"`
+	Error     *errorJSON `json:"error,omitempty"`
+}
+
+// errorJSON is a typed failure in --json output.
+type errorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Reason is the policy's reason for NET_DENIED.
+	Reason string `json:"reason,omitempty"`
+}
+
+func runFetch(cmd *cobra.Command, args []string) error {
+	asJSON, _ := cmd.Flags().GetBool("json")
+	raw, _ := cmd.Flags().GetBool("raw")
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	opts, err := fetchOptions(cmd, cfg)
+	if err != nil {
+		return err
+	}
+	f, err := web.NewFetcher(opts)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := f.Fetch(ctx, args[0])
+	out := cmd.OutOrStdout()
+	if err != nil {
+		if asJSON {
+			writeJSON(out, fetchJSON{URL: args[0], Error: webErrorJSON(err)})
+		}
+		return webExit(err)
+	}
+	if !asJSON {
+		if raw {
+			content, truncated := web.Render(res, true)
+			fmt.Fprint(out, content)
+			if truncated {
+				fmt.Fprintln(cmd.ErrOrStderr(), "dsh: note: the body was truncated at the fetch limits")
+			}
+			return nil
+		}
+		fmt.Fprintln(out, web.Format(res))
+		return nil
+	}
+	content, truncated := web.Render(res, raw)
+	return writeJSON(out, fetchJSON{
+		URL: args[0], FinalURL: res.URL, Status: res.StatusCode, Kind: res.Kind,
+		Content: &content, Truncated: &truncated,
+	})
+}
+
+// fetchOptions builds the fetcher's options from the configuration and
+// the policy flags.
+func fetchOptions(cmd *cobra.Command, cfg *config.Config) (*web.FetchOptions, error) {
+	base := cfg.Web.Policy
+	if base.Default == "" && len(base.Allow) == 0 && len(base.Deny) == 0 && len(base.Ports) == 0 {
+		d := netpolicy.WebDefault()
+		base = config.Policy{Default: d.Default, Ports: d.Ports, Allow: d.Allow, Deny: d.Deny}
+	}
+	pol, err := policyFromFlags(cmd, base)
+	if err != nil {
+		return nil, err
+	}
+	opts := &web.FetchOptions{
+		Dialer:       &netpolicy.Dialer{Policy: pol},
+		MaxBytes:     cfg.Web.Fetch.MaxBytes,
+		MaxChars:     cfg.Web.Fetch.MaxChars,
+		MaxRedirects: cfg.Web.Fetch.MaxRedirects,
+	}
+	if s := cfg.Web.Fetch.Timeout; s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("web.fetch.timeout %q is not a positive duration (for example 30s)", s)
+		}
+		opts.Timeout = d
+	}
+	return opts, nil
+}
+
+// webErrorJSON describes err for --json output.
+func webErrorJSON(err error) *errorJSON {
+	e := &errorJSON{Code: string(web.CodeProviderError), Message: err.Error()}
+	var we *web.Error
+	if errors.As(err, &we) {
+		e.Code, e.Message, e.Reason = string(we.Code), we.Msg, we.Reason()
+		if we.Err != nil && we.Code != web.CodeNetDenied {
+			e.Message += ": " + we.Err.Error()
+		}
+	}
+	return e
+}
+
+// webExit makes dsh print the typed error and exit 1.
+func webExit(err error) error {
+	var we *web.Error
+	if errors.As(err, &we) {
+		return exitf(1, "%v", we)
+	}
+	if errors.Is(err, context.Canceled) {
+		return exitf(1, "%s: %v", web.CodeAborted, err)
+	}
+	return exitf(1, "%s: %v", web.CodeProviderError, err)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-dev/dsh/web"
+)
+
+func newSearchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "search [--provider ID] [--json] QUERY...",
+		Short: "Search the web with the configured provider",
+		Long: `Run 1 to 4 queries, the way the web_search tool does, and print up to 8
+results merged by rank and de-duplicated by URL. Duplicate queries run once.
+
+Providers: searxng (web.search.searxng_url, a SearXNG instance with the json
+format enabled) and brave (Brave Search API, key in $BRAVE_API_KEY or the
+variable named by web.search.brave_key_env). With no provider configured,
+the single usable one is used; several usable ones are an error.
+Errors exit 1 with a code such as WEB_PROVIDER_UNAVAILABLE.`,
+		RunE: runSearch,
+	}
+	cmd.Flags().String("provider", "", "search provider id: searxng or brave (overrides web.search.provider)")
+	bindConfigFlag(cmd, "provider", "web.search.provider")
+	cmd.Flags().Bool("json", false, `print {"provider","queries","sources":[{"title","url","snippet"}]} (or {"queries","error"})`)
+	return cmd
+}
+
+// searchErrorJSON is dsh search --json's answer on failure.
+type searchErrorJSON struct {
+	Queries []string   `json:"queries"`
+	Error   *errorJSON `json:"error"`
+}
+
+func runSearch(cmd *cobra.Command, args []string) error {
+	asJSON, _ := cmd.Flags().GetBool("json")
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	s := cfg.Web.Search
+	reg, err := web.NewRegistry(
+		&web.SearXNG{BaseURL: s.SearXNGURL},
+		&web.Brave{KeyEnv: s.BraveKeyEnv},
+	)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := reg.Search(ctx, s.Provider, args)
+	out := cmd.OutOrStdout()
+	if err != nil {
+		if asJSON {
+			writeJSON(out, searchErrorJSON{Queries: append([]string{}, args...), Error: webErrorJSON(err)})
+		}
+		return webExit(err)
+	}
+	if asJSON {
+		return writeJSON(out, res)
+	}
+	fmt.Fprintf(out, "Results from %s for: %s\n", res.Provider, strings.Join(res.Queries, "; "))
+	if len(res.Sources) == 0 {
+		fmt.Fprintln(out, "\nNo results.")
+	}
+	for i, src := range res.Sources {
+		fmt.Fprintf(out, "\n%d. %s\n   %s\n", i+1, src.Title, src.URL)
+		if src.Snippet != "" {
+			fmt.Fprintf(out, "   %s\n", src.Snippet)
+		}
+	}
+	return nil
+}
