@@ -26,6 +26,7 @@ causes can escape it.`,
 		newDoctorCmd(),
 		newPolicyCmd(),
 		newProxyCmd(),
+		newFetchCmd(), newSearchCmd(),
 	)
 	return root
 }
