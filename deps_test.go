@@ -35,6 +35,18 @@ var rules = []rule{
 	{"internal/config/...", "github.com/spf13/viper/...", "only cmd/dsh imports viper"},
 }
 
+// exceptions are imports the rules allow on purpose.
+var exceptions = map[string]string{
+	// The shipped fake backend runs local processes, which is exactly what
+	// the unconfined host driver does.
+	"execworld/execworldtest -> sandbox/host": "",
+}
+
+func excepted(from, imp string) bool {
+	_, ok := exceptions[strings.TrimPrefix(from, module+"/")+" -> "+strings.TrimPrefix(imp, module+"/")]
+	return ok
+}
+
 // allowedExternal lists, per package pattern, the only non-standard imports
 // it may have. netpolicy imports only the standard library and metrics.
 var allowedExternal = map[string][]string{
@@ -89,7 +101,7 @@ func violations(graph map[string][]string) []string {
 	for from, imports := range graph {
 		for _, imp := range imports {
 			for _, r := range rules {
-				if match(r.from, from) && match(r.to, imp) {
+				if match(r.from, from) && match(r.to, imp) && !excepted(from, imp) {
 					bad = append(bad, fmt.Sprintf("%s imports %s: %s", from, imp, r.why))
 				}
 			}

@@ -1,6 +1,7 @@
 package dsh_test
 
 import (
+	"go/build"
 	"go/parser"
 	"go/token"
 	"os"
@@ -11,7 +12,8 @@ import (
 )
 
 // packageComments maps each package directory under root to the files
-// that carry a package comment.
+// that carry a package comment. Only files of the build are read, so a
+// generator behind a "//go:build ignore" line does not count.
 func packageComments(t *testing.T, root string) map[string][]string {
 	t.Helper()
 	docs := map[string][]string{}
@@ -19,25 +21,25 @@ func packageComments(t *testing.T, root string) map[string][]string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil || len(pkg.GoFiles) == 0 {
+			return nil // no buildable Go files here
+		}
+		docs[path] = nil
+		for _, name := range pkg.GoFiles {
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(path, name), nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				return err
 			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly|parser.ParseComments)
-		if err != nil {
-			return err
-		}
-		dir := filepath.Dir(path)
-		if _, ok := docs[dir]; !ok {
-			docs[dir] = nil
-		}
-		if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
-			docs[dir] = append(docs[dir], filepath.Base(path))
+			if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
+				docs[path] = append(docs[path], name)
+			}
 		}
 		return nil
 	})
@@ -87,6 +89,7 @@ func TestPackageCommentCheckFails(t *testing.T) {
 	write("two/b.go", "// Package two is documented again.\npackage two\n")
 	write("good/doc.go", "// Package good is fine.\npackage good\n")
 	write("good/x.go", "package good\n")
+	write("good/gen.go", "//go:build ignore\n\n// Command gen is not part of the build.\npackage main\n")
 	got := docProblems(packageComments(t, root))
 	if len(got) != 2 || !strings.Contains(got[0], "none: no package comment") || !strings.Contains(got[1], "two: package comment in several files: a.go, b.go") {
 		t.Errorf("docProblems() = %q, want the none and two packages reported", got)
