@@ -19,12 +19,13 @@ func TestValidateReportsEveryProblemWithItsKey(t *testing.T) {
 	c.Sandbox.Driver = "vm"
 	c.Network.Ports = []int{80, 70000}
 	c.Web.Fetch.Timeout = "soon"
+	c.Web.Policy.Allow = []string{"example.org:443", "10.0.0.1/8"}
 	err := c.Validate()
 	var es Errors
 	if !errors.As(err, &es) {
 		t.Fatalf("Validate() = %v, want Errors", err)
 	}
-	want := []string{"sandbox.driver", "sandbox.limits.memory", "network.ports[1]", "web.fetch.timeout"}
+	want := []string{"sandbox.driver", "sandbox.limits.memory", "network.ports[1]", "web.policy.allow[1]", "web.fetch.timeout"}
 	if len(es) != len(want) {
 		t.Fatalf("Validate() found %d problems, want %d:\n%v", len(es), len(want), err)
 	}

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // Validate reports every problem in c at once, each naming its key path.
@@ -67,9 +70,22 @@ func (c *Config) Validate() error {
 	return errs
 }
 
-// validatePolicy checks the shape of a policy section. Entry syntax is
-// checked by netpolicy when the policy is built.
+// validatePolicy checks a policy section; each allow and deny entry is
+// checked by netpolicy on its own, so a problem names its index.
 func validatePolicy(key string, p Policy, bad func(key, format string, args ...any)) {
+	entry := func(list string, i int, e string, c netpolicy.Config) {
+		_, err := netpolicy.New(c)
+		var pe *netpolicy.PolicyError
+		if errors.As(err, &pe) && len(pe.Problems) > 0 {
+			bad(fmt.Sprintf("%s.%s[%d]", key, list, i), "%s", pe.Problems[0])
+		}
+	}
+	for i, e := range p.Allow {
+		entry("allow", i, e, netpolicy.Config{Allow: []string{e}})
+	}
+	for i, e := range p.Deny {
+		entry("deny", i, e, netpolicy.Config{Deny: []string{e}})
+	}
 	switch p.Default {
 	case "deny", "public":
 	default:
