@@ -1,0 +1,160 @@
+package docker
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/mount"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+func TestContainerConfigHardening(t *testing.T) {
+	ws := t.TempDir()
+	spec := sandbox.DefaultSpec(ws)
+	plan := &containerPlan{Name: "dsh-x", Image: spec.Image, User: "dsh", InitPath: "/bin/dsh",
+		Entrypoint: []string{initMountPath, initArg}, Network: "none"}
+	cfg, host, err := containerConfig(spec, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !host.ReadonlyRootfs {
+		t.Error("ReadonlyRootfs = false, want true")
+	}
+	if !slices.Equal(host.CapDrop, []string{"ALL"}) || len(host.CapAdd) != 0 {
+		t.Errorf("CapDrop = %v, CapAdd = %v; want [ALL], []", host.CapDrop, host.CapAdd)
+	}
+	if !slices.Contains(host.SecurityOpt, "no-new-privileges:true") {
+		t.Errorf("SecurityOpt = %v, want no-new-privileges:true", host.SecurityOpt)
+	}
+	for _, o := range host.SecurityOpt {
+		if strings.Contains(o, "unconfined") {
+			t.Errorf("SecurityOpt %q disables a confinement", o)
+		}
+	}
+	if host.Privileged {
+		t.Error("Privileged = true")
+	}
+	if host.Memory != sandbox.DefaultMemoryBytes || host.MemorySwap != host.Memory {
+		t.Errorf("Memory = %d, MemorySwap = %d; want %d for both", host.Memory, host.MemorySwap, sandbox.DefaultMemoryBytes)
+	}
+	if host.PidsLimit == nil || *host.PidsLimit != sandbox.DefaultPids {
+		t.Errorf("PidsLimit = %v, want %d", host.PidsLimit, sandbox.DefaultPids)
+	}
+	if host.CPUQuota != 200000 || host.CPUPeriod != 100000 {
+		t.Errorf("CPUQuota/CPUPeriod = %d/%d, want 200000/100000", host.CPUQuota, host.CPUPeriod)
+	}
+	if got := host.Tmpfs["/tmp"]; !strings.Contains(got, "size=536870912") || !strings.Contains(got, "exec") {
+		t.Errorf("Tmpfs[/tmp] = %q, want the Spec's size and exec", got)
+	}
+	if host.NetworkMode != "none" || !cfg.NetworkDisabled {
+		t.Errorf("NetworkMode = %q, NetworkDisabled = %v; want none, true", host.NetworkMode, cfg.NetworkDisabled)
+	}
+	if host.LogConfig.Type != "none" {
+		t.Errorf("LogConfig.Type = %q, want none (the attach stream must not be logged)", host.LogConfig.Type)
+	}
+	if !cfg.OpenStdin || !cfg.StdinOnce || cfg.Tty {
+		t.Errorf("OpenStdin/StdinOnce/Tty = %v/%v/%v, want true/true/false", cfg.OpenStdin, cfg.StdinOnce, cfg.Tty)
+	}
+	if cfg.WorkingDir != ws || cfg.User != "dsh" || cfg.Hostname != "dsh" {
+		t.Errorf("WorkingDir, User, Hostname = %q, %q, %q", cfg.WorkingDir, cfg.User, cfg.Hostname)
+	}
+	if !slices.Equal(cfg.Entrypoint, []string{initMountPath, initArg}) {
+		t.Errorf("Entrypoint = %v", cfg.Entrypoint)
+	}
+	want := []mount.Mount{
+		{Type: mount.TypeBind, Source: "/bin/dsh", Target: initMountPath, ReadOnly: true},
+		{Type: mount.TypeBind, Source: ws, Target: ws},
+	}
+	for _, m := range want {
+		if !slices.ContainsFunc(host.Mounts, func(g mount.Mount) bool { return g == m }) {
+			t.Errorf("Mounts = %+v, missing %+v", host.Mounts, m)
+		}
+	}
+	for _, m := range host.Mounts {
+		if strings.Contains(m.Source, "docker.sock") {
+			t.Errorf("docker socket mounted: %+v", m)
+		}
+	}
+	if len(host.Ulimits) != 1 || host.Ulimits[0].Name != "nofile" || host.Ulimits[0].Hard > 65536 || host.Ulimits[0].Hard == 0 {
+		t.Errorf("Ulimits = %+v, want nofile <= 65536", host.Ulimits)
+	}
+}
+
+func TestContainerConfigMasksInsideWorkspace(t *testing.T) {
+	home := t.TempDir()
+	os.Mkdir(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine x"), 0o600)
+	spec := sandbox.DefaultSpec(home) // the workspace is the home directory
+	_, host, err := containerConfig(spec, &containerPlan{Image: "i", InitPath: "/d", Network: "none", Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDir := mount.Mount{Type: mount.TypeTmpfs, Target: filepath.Join(home, ".ssh"), ReadOnly: true,
+		TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o500}}
+	wantFile := mount.Mount{Type: mount.TypeBind, Source: os.DevNull, Target: filepath.Join(home, ".netrc"), ReadOnly: true}
+	var gotDir, gotFile bool
+	for _, m := range host.Mounts {
+		if m.Target == wantDir.Target {
+			gotDir = m.Type == wantDir.Type && m.ReadOnly && m.TmpfsOptions != nil && m.TmpfsOptions.SizeBytes == 4096 && m.TmpfsOptions.Mode == 0o500
+		}
+		if m == wantFile {
+			gotFile = true
+		}
+		if m.Target == filepath.Join(home, ".aws") {
+			t.Errorf("mask mounted over a path that does not exist: %+v", m)
+		}
+	}
+	if !gotDir || !gotFile {
+		t.Errorf("Mounts = %+v; want %+v and %+v", host.Mounts, wantDir, wantFile)
+	}
+}
+
+func TestContainerConfigRejectsWhatItCannotHonour(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*sandbox.Spec)
+		field  string
+	}{
+		{"relative workspace", func(s *sandbox.Spec) { s.Workspace = "work" }, "Workspace"},
+		{"no image", func(s *sandbox.Spec) { s.Image = "" }, "Image"},
+		{"block io", func(s *sandbox.Spec) { s.Resources.BlockIO = &specs.LinuxBlockIO{} }, "Resources"},
+		{"overlay mount", func(s *sandbox.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Type: "overlay", Destination: "/x"})
+		}, "Mounts[1]"},
+		{"zero pids", func(s *sandbox.Spec) { n := int64(0); s.Resources.Pids.Limit = &n }, "Resources.Pids.Limit"},
+	} {
+		spec := sandbox.DefaultSpec("/w")
+		tc.modify(spec)
+		_, _, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d", Network: "none"})
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: containerConfig error = %v, want one naming %s", tc.name, err, tc.field)
+		}
+	}
+}
+
+func TestWorldUserNeverRootByDefault(t *testing.T) {
+	for _, tc := range []struct{ image, want string }{
+		{"dsh", "dsh"}, {"1000:1000", "1000:1000"}, {"", "65534:65534"}, {"root", "65534:65534"}, {"0:0", "65534:65534"},
+	} {
+		if got, _ := worldUser(&sandbox.Spec{}, tc.image); got != tc.want {
+			t.Errorf("worldUser(image user %q) = %q, want %q", tc.image, got, tc.want)
+		}
+	}
+	got, groups := worldUser(&sandbox.Spec{User: &specs.User{UID: 5, GID: 6, AdditionalGids: []uint32{7}}}, "dsh")
+	if got != "5:6" || !slices.Equal(groups, []string{"7"}) {
+		t.Errorf("worldUser(spec 5:6+7) = %q, %v", got, groups)
+	}
+}
+
+func TestMergeEnvLaterWins(t *testing.T) {
+	got := mergeEnv([]string{"PATH=/img", "A=1"}, []string{"B=2", "PATH=/spec"}, []string{"A=3"})
+	want := []string{"PATH=/spec", "A=3", "B=2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("mergeEnv = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,313 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// Options configures a Driver. The zero value works.
+type Options struct {
+	// InitPath is the host path of the static dsh binary that runs as PID 1
+	// of every world. If empty, the running executable is used.
+	InitPath string
+	// Client talks to the Docker engine. If nil, one is made from the
+	// environment (DOCKER_HOST, …) with API version negotiation; Close
+	// closes it.
+	Client *client.Client
+	// Logger receives the driver's diagnostics. If nil, they are discarded.
+	Logger *slog.Logger
+
+	// entrypoint replaces PID 1's argv and dial the init's client (tests
+	// of the transport only).
+	entrypoint []string
+	dial       func(context.Context, io.ReadWriteCloser) (initClient, error)
+}
+
+// Driver opens worlds as docker containers.
+type Driver struct {
+	cli      *client.Client
+	ownCli   bool
+	initPath string
+	log      *slog.Logger
+	owner    owner
+	entry    []string
+	dial     func(context.Context, io.ReadWriteCloser) (initClient, error)
+
+	reapOnce sync.Once
+}
+
+// New returns a docker driver. It checks that the init binary is static
+// but does not contact the daemon; Open does.
+func New(opts *Options) (*Driver, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	d := &Driver{cli: opts.Client, log: opts.Logger, owner: self(), entry: opts.entrypoint, dial: opts.dial}
+	if d.dial == nil {
+		d.dial = dialInit
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	d.initPath = opts.InitPath
+	if d.initPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("docker: finding dsh's own binary for the init: %w", err)
+		}
+		d.initPath = exe
+	}
+	abs, err := filepath.Abs(d.initPath)
+	if err != nil {
+		return nil, fmt.Errorf("docker: init binary %s: %w", d.initPath, err)
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, fmt.Errorf("docker: init binary %s: %w", d.initPath, err)
+	}
+	d.initPath = abs
+	if d.entry == nil {
+		if err := checkStaticInit(d.initPath); err != nil {
+			return nil, err
+		}
+		d.entry = []string{initMountPath, initArg}
+	}
+	if d.cli == nil {
+		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			return nil, fmt.Errorf("docker: connecting to the engine: %w", err)
+		}
+		d.cli, d.ownCli = cli, true
+	}
+	return d, nil
+}
+
+// Name returns "docker".
+func (d *Driver) Name() string { return "docker" }
+
+// Close releases the engine client the driver made. Worlds are closed by
+// their own Close.
+func (d *Driver) Close() error {
+	if d.ownCli {
+		return d.cli.Close()
+	}
+	return nil
+}
+
+// Open starts a world for spec: its network (when spec.Egress is set),
+// its container with the init as PID 1, and the init's connection.
+// Everything made before a failure is removed again.
+func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instance, err error) {
+	if spec == nil {
+		return nil, &specError{"", "nil Spec"}
+	}
+	d.reapOnce.Do(func() {
+		if err := d.Reap(ctx); err != nil {
+			d.log.Warn("reaping leftovers of a crashed dsh", "err", err)
+		}
+	})
+	if fi, err := os.Stat(spec.Workspace); err != nil || !fi.IsDir() {
+		return nil, &specError{"Workspace", fmt.Sprintf("%q is not an existing directory", spec.Workspace)}
+	}
+	img, err := d.cli.ImageInspect(ctx, spec.Image)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, &imageError{spec.Image}
+		}
+		return nil, fmt.Errorf("docker: inspecting image %q: %w", spec.Image, err)
+	}
+	var imgUser string
+	var imgEnv []string
+	if img.Config != nil {
+		imgUser, imgEnv = img.Config.User, img.Config.Env
+	}
+	user, groups := worldUser(spec, imgUser)
+
+	w := &world{d: d, id: newWorldID(), workspace: spec.Workspace}
+	defer func() {
+		if err != nil {
+			w.teardown()
+		}
+	}()
+	labels := d.owner.labels(w.id, spec.Labels)
+	plan := &containerPlan{
+		Name:       "dsh-" + w.id,
+		Image:      spec.Image,
+		User:       user,
+		InitPath:   d.initPath,
+		Entrypoint: d.entry,
+		Network:    "none",
+		Labels:     labels,
+	}
+	plan.Home, _ = os.UserHomeDir()
+	var proxyEnv []string
+	if spec.Egress != nil {
+		if err := w.openNetwork(ctx, spec.Egress, labels); err != nil {
+			return nil, err
+		}
+		plan.Network = w.net.Name
+		proxyEnv = proxyVars(w.listener.Addr())
+		if plan.ResolvConf, err = w.writeResolvConf(); err != nil {
+			return nil, err
+		}
+	}
+	plan.Env = mergeEnv(spec.Env, proxyEnv)
+	w.env = mergeEnv(imgEnv, spec.Env, proxyEnv)
+
+	cfg, host, err := containerConfig(spec, plan)
+	if err != nil {
+		return nil, err
+	}
+	host.GroupAdd = groups
+	created, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, plan.Name)
+	if err != nil {
+		return nil, fmt.Errorf("docker: creating the world container: %w", err)
+	}
+	w.containerID = created.ID
+	// Attach before start, so not one byte the init writes is lost.
+	hj, err := d.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("docker: attaching to the world container: %w", err)
+	}
+	w.conn = newAttachConn(hj)
+	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("docker: starting the world container: %w", err)
+	}
+	if w.init, err = d.dial(ctx, w.conn); err != nil {
+		return nil, w.initFailed(err)
+	}
+	return w, nil
+}
+
+// openNetwork makes the world's network, the proxy's listener on its
+// gateway, and the firewall rule that lets the world reach only it.
+func (w *world) openNetwork(ctx context.Context, egress sandbox.EgressServer, labels map[string]string) error {
+	n, err := createNetwork(ctx, w.d.cli, w.id, labels)
+	if n != nil && n.ID != "" {
+		w.net = n
+	}
+	if err != nil {
+		return err
+	}
+	if w.listener, err = listenGateway(ctx, n.Gateway); err != nil {
+		return err
+	}
+	port := uint16(w.listener.Addr().(*net.TCPAddr).Port)
+	w.ruled = true
+	if err := allowProxy(ctx, w.id, n.Bridge, n.Gateway, port); err != nil {
+		return err
+	}
+	w.serveDone = make(chan struct{})
+	go func() {
+		defer close(w.serveDone)
+		if err := egress.Serve(w.listener); err != nil && !errors.Is(err, net.ErrClosed) {
+			w.d.log.Warn("egress proxy stopped", "world", w.id, "err", err)
+		}
+	}()
+	return nil
+}
+
+// writeResolvConf writes the world's resolver file (no nameserver) into a
+// directory of its own, removed at Close.
+func (w *world) writeResolvConf() (string, error) {
+	dir, err := os.MkdirTemp("", "dsh-world-"+w.id+"-")
+	if err != nil {
+		return "", fmt.Errorf("docker: world files: %w", err)
+	}
+	w.tmpDir = dir
+	p := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(p, []byte(noDNS), 0o644); err != nil {
+		return "", fmt.Errorf("docker: world files: %w", err)
+	}
+	// MkdirTemp makes the directory 0700; the daemon reads it as root, but
+	// keep it traversable for rootless daemons.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("docker: world files: %w", err)
+	}
+	return p, nil
+}
+
+// initFailed explains an init that did not answer, with what it said.
+func (w *world) initFailed(err error) error {
+	msg := strings.TrimSpace(w.conn.Stderr())
+	if msg == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if ins, ierr := w.d.cli.ContainerInspect(ctx, w.containerID); ierr == nil && ins.State != nil && ins.State.Error != "" {
+			msg = ins.State.Error
+		}
+	}
+	if msg != "" {
+		return fmt.Errorf("docker: the world's init did not start: %w (init said: %s)", err, msg)
+	}
+	return fmt.Errorf("docker: the world's init did not start: %w", err)
+}
+
+// worldUser picks the user of every process: the Spec's, else the
+// image's, but never root by default. An image whose user is root runs
+// as nobody (65534).
+func worldUser(spec *sandbox.Spec, imageUser string) (string, []string) {
+	if u := spec.User; u != nil {
+		var groups []string
+		for _, g := range u.AdditionalGids {
+			groups = append(groups, fmt.Sprint(g))
+		}
+		return fmt.Sprintf("%d:%d", u.UID, u.GID), groups
+	}
+	name, _, _ := strings.Cut(imageUser, ":")
+	if name == "" || name == "root" || name == "0" {
+		return "65534:65534", nil
+	}
+	return imageUser, nil
+}
+
+// proxyVars points every proxy variable at the world's egress listener.
+func proxyVars(a net.Addr) []string {
+	ap := netip.MustParseAddrPort(a.String())
+	u := "http://" + ap.String()
+	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
+}
+
+// mergeEnv merges KEY=VALUE lists; a later list wins for the same key and
+// the order of first appearance is kept.
+func mergeEnv(lists ...[]string) []string {
+	idx := map[string]int{}
+	var out []string
+	for _, l := range lists {
+		for _, kv := range l {
+			k, _, _ := strings.Cut(kv, "=")
+			if i, ok := idx[k]; ok {
+				out[i] = kv
+				continue
+			}
+			idx[k] = len(out)
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func newWorldID() string {
+	var b [6]byte
+	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return hex.EncodeToString(b[:])
+}

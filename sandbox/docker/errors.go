@@ -1,0 +1,38 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrImageNotFound reports that a world's image is not present locally.
+	// The driver never pulls.
+	ErrImageNotFound = errors.New("docker: image not found")
+	// ErrInitNotStatic reports that the init binary would need a dynamic
+	// loader, which the world's image may not have.
+	ErrInitNotStatic = errors.New("docker: init binary is not statically linked")
+	// ErrClosed reports use of a world after Close.
+	ErrClosed = errors.New("docker: world closed")
+	// ErrFirewall reports that the host firewall for a world's network
+	// could not be set up; the world is not opened (fail closed).
+	ErrFirewall = errors.New("docker: cannot firewall the world network")
+	// ErrInvalidSpec reports a Spec field this driver cannot honour.
+	ErrInvalidSpec = errors.New("docker: invalid spec")
+)
+
+// imageError names the missing image and how to build it.
+type imageError struct{ image string }
+
+func (e *imageError) Error() string {
+	return fmt.Sprintf("docker: image %q not found locally (dsh never pulls images); build it with: make images", e.image)
+}
+
+func (e *imageError) Unwrap() error { return ErrImageNotFound }
+
+// specError names the Spec field at fault.
+type specError struct{ field, msg string }
+
+func (e *specError) Error() string { return fmt.Sprintf("docker: spec %s: %s", e.field, e.msg) }
+
+func (e *specError) Unwrap() error { return ErrInvalidSpec }

@@ -1,0 +1,154 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// closeTimeout bounds the whole teardown of one world.
+const closeTimeout = 30 * time.Second
+
+// world is one open world: a container with the init as PID 1, and its
+// network when it has egress.
+type world struct {
+	d         *Driver
+	id        string
+	workspace string
+	env       []string // base environment of every process
+
+	// Set while opening; read-only once Open has returned.
+	containerID string
+	conn        *attachConn
+	init        initClient
+	net         *worldNetwork
+	listener    net.Listener
+	ruled       bool          // firewall rules may exist
+	serveDone   chan struct{} // closed when Egress.Serve has returned
+	tmpDir      string
+
+	mu     sync.Mutex // guards closed
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// ID returns the world id, the value of its dev.dsh.world label.
+func (w *world) ID() string { return w.id }
+
+// Env returns the base environment of the world's processes: the image's
+// environment, the Spec's, and the proxy variables. Start merges a
+// process's own Env over it.
+func (w *world) Env() []string { return append([]string(nil), w.env...) }
+
+// Start starts a process through the init. The process's Env is merged
+// over the world's base environment (the process wins), so PATH from the
+// image and the proxy variables are there unless overridden. An empty Dir
+// is the workspace.
+func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Process, error) {
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	p.Env = mergeEnv(w.env, p.Env)
+	if p.Dir == "" {
+		p.Dir = w.workspace
+	}
+	return w.init.Start(ctx, p)
+}
+
+// Close kills every process (closing the init's connection makes it
+// SIGKILL everything and exit), then removes the container, the firewall
+// rules, the proxy listener and the network. It is idempotent and safe
+// to call concurrently; every call returns the first call's result.
+func (w *world) Close() error {
+	w.closeOnce.Do(func() { w.closeErr = w.teardown() })
+	return w.closeErr
+}
+
+// teardown undoes whatever part of Open succeeded, in reverse order.
+func (w *world) teardown() error {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	var errs []error
+	if w.init != nil {
+		w.init.Close()
+	}
+	if w.conn != nil {
+		w.conn.Close()
+	}
+	if w.containerID != "" {
+		if err := w.d.removeContainer(ctx, w.containerID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.ruled {
+		if err := removeRules(ctx, w.id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.listener != nil {
+		w.listener.Close()
+		if w.serveDone != nil {
+			select {
+			case <-w.serveDone:
+			case <-ctx.Done():
+				errs = append(errs, fmt.Errorf("docker: egress proxy of world %s did not stop", w.id))
+			}
+		}
+	}
+	if w.net != nil {
+		if err := w.d.removeNetwork(ctx, w.net.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.tmpDir != "" {
+		if err := os.RemoveAll(w.tmpDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeContainer removes a container and waits until it is gone. The
+// daemon may be auto-removing it already (the init exits when its
+// connection closes), so "not found" and "removal in progress" are fine.
+func (d *Driver) removeContainer(ctx context.Context, id string) error {
+	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		return fmt.Errorf("docker: removing container %s: %w", id[:12], err)
+	}
+	// The network can be removed only once no endpoint is attached.
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		if _, err := d.cli.ContainerInspect(ctx, id); cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker: container %s still exists: %w", id[:12], ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (d *Driver) removeNetwork(ctx context.Context, id string) error {
+	if err := d.cli.NetworkRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("docker: removing network %s: %w", id[:12], err)
+	}
+	return nil
+}
