@@ -1,0 +1,258 @@
+package execworld
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// Backend is the port a sandbox driver implements: it turns a Spec into a
+// running Instance. execworld never imports a driver; the caller picks
+// one (sandbox/docker, sandbox/native, or sandbox/host when unconfined).
+type Backend interface {
+	// Name is the driver's name as users select it: docker, native, host.
+	Name() string
+	// Open starts a sandbox for spec. The Instance must be closed.
+	Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error)
+}
+
+// Labels dsh attaches to every resource of a world, so that leftovers of a
+// crashed dsh can be found and reaped.
+const (
+	LabelManaged = "dev.dsh.managed" // always "true"
+	LabelWorld   = "dev.dsh.world"   // the world's ID
+)
+
+// Options configure Open.
+type Options struct {
+	// Spec describes the sandbox. Required. Open works on a copy; its
+	// Egress and the world labels are set by Open.
+	Spec *sandbox.Spec
+	// Egress is the policy of the world's egress proxy, the only way out
+	// for processes inside. If nil, processes get no network at all.
+	Egress *netpolicy.Policy
+	// Net is the policy of dsh's own egress on the world's behalf (web
+	// fetch, Streamable HTTP MCP servers). If nil, Egress is used; if that
+	// is nil too, everything is denied.
+	Net *netpolicy.Policy
+	// Resolver resolves names for the proxy and for Net. If nil, the
+	// system resolver is used. Tests pass a netpolicy.StubResolver.
+	Resolver netpolicy.Resolver
+	// Audit receives the proxy's JSON audit lines (one per connection).
+	// If nil, none are written.
+	Audit io.Writer
+	// ProxyMetrics, if set, counts the proxy's decisions and bytes.
+	ProxyMetrics *netpolicy.ProxyMetrics
+	// Logger receives operational errors. If nil, they are discarded.
+	Logger *slog.Logger
+}
+
+// World is one execution world: a workspace filesystem, confined
+// processes and policed egress under one Spec and one Policy.
+type World struct {
+	// ID is short, random and unique; it labels every resource.
+	ID string
+	// FS is the workspace filesystem.
+	FS *FS
+	// Exec runs processes inside the world.
+	Exec *Exec
+	// Net is dsh's own egress on the world's behalf.
+	Net *Net
+
+	backend string
+	spec    *sandbox.Spec
+	inst    sandbox.Instance
+	proxy   *netpolicy.Proxy
+	log     *slog.Logger
+
+	mu      sync.Mutex // guards the fields below
+	closed  bool
+	running map[*Running]struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts a world on backend. The caller must Close it.
+func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
+	if backend == nil {
+		return nil, errors.New("execworld: no sandbox backend given")
+	}
+	if opts == nil || opts.Spec == nil {
+		return nil, errors.New("execworld: Options.Spec is required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	id := newID()
+	spec := cloneSpec(opts.Spec)
+
+	fsys, err := OpenFS(spec.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	// The canonical path is what the world mounts, so that a path printed
+	// inside means the same file outside.
+	spec.Workspace = fsys.Root()
+	spec.Labels[LabelManaged] = "true"
+	spec.Labels[LabelWorld] = id
+
+	netPolicy := opts.Net
+	if netPolicy == nil {
+		netPolicy = opts.Egress
+	}
+	if netPolicy == nil {
+		netPolicy, err = netpolicy.New(netpolicy.SandboxDefault())
+		if err != nil {
+			fsys.Close()
+			return nil, fmt.Errorf("execworld: default policy: %w", err)
+		}
+	}
+
+	w := &World{
+		ID:      id,
+		FS:      fsys,
+		backend: backend.Name(),
+		spec:    spec,
+		log:     log.With("world", id),
+		running: map[*Running]struct{}{},
+	}
+	w.Exec = &Exec{w: w}
+	w.Net = newNet(&netpolicy.Dialer{Policy: netPolicy, Resolver: opts.Resolver})
+
+	spec.Egress = nil
+	if opts.Egress != nil {
+		w.proxy = netpolicy.NewProxy(
+			&netpolicy.Dialer{Policy: opts.Egress, Resolver: opts.Resolver},
+			&netpolicy.ProxyOptions{World: id, Audit: opts.Audit, Metrics: opts.ProxyMetrics, Logger: w.log},
+		)
+		spec.Egress = w.proxy
+	}
+
+	inst, err := backend.Open(ctx, spec)
+	if err != nil {
+		w.closeProxy()
+		fsys.Close()
+		return nil, fmt.Errorf("execworld: opening a %s sandbox: %w", backend.Name(), err)
+	}
+	w.inst = inst
+	return w, nil
+}
+
+// Backend is the name of the driver the world runs on.
+func (w *World) Backend() string { return w.backend }
+
+// Spec returns a copy of the Spec the world was opened with (workspace
+// canonical, labels set).
+func (w *World) Spec() *sandbox.Spec { return cloneSpec(w.spec) }
+
+// Close kills every process of the world, closes the sandbox (removing its
+// containers, networks and cgroups), stops the egress proxy and releases
+// the workspace. It is safe to call concurrently; every call waits for the
+// first to finish, and calls after the first return ErrClosed.
+func (w *World) Close() error {
+	first := false
+	w.closeOnce.Do(func() {
+		first = true
+		w.closeErr = w.close()
+	})
+	if !first {
+		return ErrClosed
+	}
+	return w.closeErr
+}
+
+func (w *World) close() error {
+	w.mu.Lock()
+	w.closed = true
+	running := slices.Collect(maps.Keys(w.running))
+	w.mu.Unlock()
+
+	var errs []error
+	// Kill first, so nothing is mid-write when the sandbox goes away.
+	for _, r := range running {
+		r.kill()
+	}
+	if err := w.inst.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("execworld: closing the %s sandbox of world %s: %w", w.backend, w.ID, err))
+	}
+	if err := w.closeProxy(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := w.FS.Close(); err != nil && !errors.Is(err, ErrClosed) {
+		errs = append(errs, err)
+	}
+	w.Net.close()
+	return errors.Join(errs...)
+}
+
+func (w *World) closeProxy() error {
+	if w.proxy == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.proxy.Shutdown(ctx); err != nil {
+		// Connections still open after the grace are cut.
+		w.proxy.Close()
+	}
+	return nil
+}
+
+// track registers a running process; it fails once the world is closed.
+func (w *World) track(r *Running) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	w.running[r] = struct{}{}
+	return nil
+}
+
+func (w *World) untrack(r *Running) {
+	w.mu.Lock()
+	delete(w.running, r)
+	w.mu.Unlock()
+}
+
+func (w *World) isClosed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
+
+// newID returns a short random world ID: 10 hex digits, unique enough for
+// one host's worlds and short enough for container and network names.
+func newID() string {
+	var b [5]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// cloneSpec copies the parts of a Spec that Open changes or that the
+// caller might change later.
+func cloneSpec(s *sandbox.Spec) *sandbox.Spec {
+	c := *s
+	c.Env = slices.Clone(s.Env)
+	c.Mounts = slices.Clone(s.Mounts)
+	c.Masks = slices.Clone(s.Masks)
+	c.Rlimits = slices.Clone(s.Rlimits)
+	c.Labels = maps.Clone(s.Labels)
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	return &c
+}

@@ -1,0 +1,134 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// Name is the driver's name.
+const Name = "host"
+
+// ErrClosed is returned by Start after Close, and by the second Close.
+var ErrClosed = errors.New("host: instance is closed")
+
+// Driver runs sandboxes as plain host processes. The zero value is ready.
+type Driver struct{}
+
+// New returns the host driver.
+func New() *Driver { return &Driver{} }
+
+// Name returns "host".
+func (*Driver) Name() string { return Name }
+
+// Open checks the workspace and, when spec.Egress is set, serves it on a
+// loopback listener that HTTP_PROXY and HTTPS_PROXY point at (processes
+// that honour them go through the policy; nothing forces the others to).
+func (*Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error) {
+	if spec == nil {
+		return nil, errors.New("host: nil spec")
+	}
+	if fi, err := os.Stat(spec.Workspace); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("host: workspace %q is not a directory", spec.Workspace)
+	}
+	in := &Instance{workspace: spec.Workspace, procs: map[*process]struct{}{}}
+	if spec.Egress != nil {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("host: egress listener: %w", err)
+		}
+		in.egress = l
+		url := "http://" + l.Addr().String()
+		in.proxyEnv = []string{
+			"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url,
+			"http_proxy=" + url, "https_proxy=" + url,
+		}
+		in.serveDone = make(chan struct{})
+		go func() {
+			defer close(in.serveDone)
+			spec.Egress.Serve(l)
+		}()
+	}
+	return in, nil
+}
+
+// Instance is a set of host processes started for one world.
+type Instance struct {
+	workspace string
+	proxyEnv  []string
+	egress    net.Listener
+	serveDone chan struct{}
+
+	mu     sync.Mutex // guards the fields below
+	closed bool
+	procs  map[*process]struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts p as a host process in a new process group.
+func (in *Instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Process, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return nil, ErrClosed
+	}
+	dir := p.Dir
+	if dir == "" {
+		dir = in.workspace
+	}
+	env := append(append([]string{}, p.Env...), in.proxyEnv...)
+	proc, err := start(p.Argv, dir, env, p.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	in.procs[proc] = struct{}{}
+	go func() {
+		<-proc.done
+		in.mu.Lock()
+		delete(in.procs, proc)
+		in.mu.Unlock()
+	}()
+	return proc, nil
+}
+
+// Close kills the process group of every process started here and waits
+// for them, then stops the egress listener. The second call returns
+// ErrClosed.
+func (in *Instance) Close() error {
+	first := false
+	in.closeOnce.Do(func() {
+		first = true
+		in.mu.Lock()
+		in.closed = true
+		var procs []*process
+		for p := range in.procs {
+			procs = append(procs, p)
+		}
+		in.mu.Unlock()
+		for _, p := range procs {
+			p.Signal(syscall.SIGKILL)
+		}
+		for _, p := range procs {
+			<-p.done
+			// Unread output is dropped with the world.
+			p.stdout.close()
+			p.stderr.close()
+		}
+		if in.egress != nil {
+			in.closeErr = in.egress.Close()
+			<-in.serveDone
+		}
+	})
+	if !first {
+		return ErrClosed
+	}
+	return in.closeErr
+}

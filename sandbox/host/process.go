@@ -1,0 +1,213 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// process is a host process leading its own process group.
+type process struct {
+	cmd    *exec.Cmd
+	pgid   int
+	stdin  io.WriteCloser
+	stdout *eofCloser
+	stderr *eofCloser
+
+	done   chan struct{} // closed after the process has been reaped
+	status sandbox.ExitStatus
+	err    error
+
+	sigMu sync.Mutex // serialises signals
+}
+
+// eofCloser closes its file when the reader reaches EOF, so a drained
+// stream gives its descriptor back without a Close call.
+type eofCloser struct {
+	f    *os.File
+	once sync.Once
+}
+
+func (e *eofCloser) Read(b []byte) (int, error) {
+	n, err := e.f.Read(b)
+	if err != nil {
+		e.close()
+	}
+	return n, err
+}
+
+func (e *eofCloser) close() { e.once.Do(func() { e.f.Close() }) }
+
+func start(argv []string, dir string, env []string, withStdin bool) (*process, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("host: empty argv")
+	}
+	path, err := lookPath(argv[0], dir, env)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path: path,
+		Args: argv,
+		Dir:  dir,
+		// Never nil: a nil Env would hand the child dsh's own environment.
+		Env: append([]string{}, env...),
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid: true,
+			// If dsh dies, its direct children die with it.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	var closeAfter []*os.File
+	if withStdin {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdin = r
+		p.stdin = w
+		closeAfter = append(closeAfter, r)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	// *os.File outputs go to the child directly, with no copying goroutine
+	// inside exec.Cmd: Wait then does not wait for the pipes to close.
+	cmd.Stdout, cmd.Stderr = outW, errW
+	p.stdout, p.stderr = &eofCloser{f: outR}, &eofCloser{f: errR}
+	closeAfter = append(closeAfter, outW, errW)
+	err = cmd.Start()
+	for _, f := range closeAfter {
+		f.Close()
+	}
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		if p.stdin != nil {
+			p.stdin.Close()
+		}
+		return nil, fmt.Errorf("host: starting %s: %w", argv[0], err)
+	}
+	p.pgid = cmd.Process.Pid
+	go p.reap()
+	return p, nil
+}
+
+// lookPath resolves argv0 the way a shell inside the world would: a name
+// with a slash relative to dir, a bare name on the PATH of env (never
+// dsh's own PATH).
+func lookPath(argv0, dir string, env []string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		p := argv0
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("host: %s: %w", argv0, err)
+		}
+		return p, nil
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	var firstErr error
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, argv0)
+		err := executable(p)
+		if err == nil {
+			return p, nil
+		}
+		if firstErr == nil && !errors.Is(err, os.ErrNotExist) {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return "", fmt.Errorf("host: %s: %w", argv0, firstErr)
+	}
+	return "", fmt.Errorf("host: %s: %w in PATH %q", argv0, exec.ErrNotFound, pathEnv)
+}
+
+// executable reports why p cannot be executed, or nil.
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return syscall.EISDIR
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return syscall.EACCES
+	}
+	return nil
+}
+
+func (p *process) reap() {
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		p.status = sandbox.ExitStatus{Code: 0}
+	case errors.As(err, &ee):
+		ws := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			p.status = sandbox.ExitStatus{Code: -1, Signal: ws.Signal()}
+		} else {
+			p.status = sandbox.ExitStatus{Code: ws.ExitStatus()}
+		}
+	default:
+		p.status = sandbox.ExitStatus{Code: -1}
+		p.err = err
+	}
+	close(p.done)
+}
+
+func (p *process) Stdin() io.WriteCloser {
+	if p.stdin == nil {
+		return nil
+	}
+	return p.stdin
+}
+func (p *process) Stdout() io.Reader { return p.stdout }
+func (p *process) Stderr() io.Reader { return p.stderr }
+
+// Signal sends sig to the process group. After the leader is reaped the
+// group may live on (background children), and its ID cannot be reused
+// while any member lives, so signalling it stays safe; an empty group
+// gives ESRCH, which is not an error here.
+func (p *process) Signal(sig syscall.Signal) error {
+	p.sigMu.Lock()
+	defer p.sigMu.Unlock()
+	err := syscall.Kill(-p.pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+func (p *process) Wait() (sandbox.ExitStatus, error) {
+	<-p.done
+	return p.status, p.err
+}
