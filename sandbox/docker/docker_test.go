@@ -1,0 +1,141 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// openWorld opens a world of image with dsh's real init, closed (and
+// checked for leftovers) when the test ends.
+func openWorld(t *testing.T, image string, modify func(*sandbox.Spec)) *world {
+	t.Helper()
+	cli := newClient(t)
+	requireImage(t, cli, image)
+	d, err := New(&Options{InitPath: initBinary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	spec := sandbox.DefaultSpec(workspace(t))
+	spec.Image = image
+	if modify != nil {
+		modify(spec)
+	}
+	inst, err := d.Open(deadline(t), spec)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	w := inst.(*world)
+	cleanupWorld(t, cli, w)
+	return w
+}
+
+// run runs argv in the world and returns its output and status.
+func run(t *testing.T, inst sandbox.Instance, stdin string, argv ...string) (stdout, stderr string, st sandbox.ExitStatus) {
+	t.Helper()
+	p, err := inst.Start(deadline(t), sandbox.ProcessSpec{Argv: argv, Stdin: stdin != ""})
+	if err != nil {
+		t.Fatalf("Start(%q): %v", argv, err)
+	}
+	var wg sync.WaitGroup
+	var out, errb bytes.Buffer
+	wg.Add(2)
+	go func() { defer wg.Done(); io.Copy(&out, p.Stdout()) }()
+	go func() { defer wg.Done(); io.Copy(&errb, p.Stderr()) }()
+	if stdin != "" {
+		io.WriteString(p.Stdin(), stdin)
+		p.Stdin().Close()
+	}
+	wg.Wait()
+	st, err = p.Wait()
+	if err != nil {
+		t.Fatalf("Wait(%q): %v", argv, err)
+	}
+	return out.String(), errb.String(), st
+}
+
+func TestExecRoundTrip(t *testing.T) {
+	w := openWorld(t, baseImage, nil)
+	out, errOut, st := run(t, w, "hello from stdin\n", "bash", "-c", `cat; echo "to stderr" >&2; pwd; exit 7`)
+	if want := "hello from stdin\n" + w.workspace + "\n"; out != want {
+		t.Errorf("stdout = %q, want %q", out, want)
+	}
+	if errOut != "to stderr\n" {
+		t.Errorf("stderr = %q, want %q", errOut, "to stderr\n")
+	}
+	if st.Code != 7 || st.Signal != 0 {
+		t.Errorf("status = %v, want exit status 7", st)
+	}
+}
+
+func TestConfinementIdentity(t *testing.T) {
+	w := openWorld(t, baseImage, nil)
+	out, _, st := run(t, w, "", "bash", "-c", "id -u; id -un; grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status")
+	if st.Code != 0 {
+		t.Fatalf("status = %v; output %q", st, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	fields := map[string]string{}
+	for _, l := range lines[2:] {
+		k, v, _ := strings.Cut(l, ":")
+		fields[k] = strings.TrimSpace(v)
+	}
+	if lines[0] == "0" || lines[1] != "dsh" {
+		t.Errorf("user = %s (%s), want the image's non-root user dsh", lines[1], lines[0])
+	}
+	for k, want := range map[string]string{"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"} {
+		if fields[k] != want {
+			t.Errorf("%s = %q, want %q", k, fields[k], want)
+		}
+	}
+}
+
+func TestReadOnlyRootWritableWorkspaceAndTmp(t *testing.T) {
+	w := openWorld(t, baseImage, nil)
+	out, _, _ := run(t, w, "", "bash", "-c",
+		`touch /etc/x 2>/dev/null; echo "root:$?"; touch /tmp/x; echo "tmp:$?"; touch ./x; echo "ws:$?"; test -e /var/run/docker.sock; echo "sock:$?"`)
+	if want := "root:1\ntmp:0\nws:0\nsock:1\n"; out != want {
+		t.Errorf("output = %q, want %q", out, want)
+	}
+}
+
+func TestMissingImageNamesMakeImages(t *testing.T) {
+	cli := newClient(t)
+	d, err := New(&Options{InitPath: initBinary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	spec := sandbox.DefaultSpec(workspace(t))
+	spec.Image = "dsh/no-such-image:test"
+	_, err = d.Open(context.Background(), spec)
+	if !errors.Is(err, ErrImageNotFound) || !strings.Contains(err.Error(), "make images") || !strings.Contains(err.Error(), spec.Image) {
+		t.Fatalf("Open(missing image) = %v, want ErrImageNotFound naming the image and make images", err)
+	}
+	_ = cli
+}
+
+func TestOpenCloseLeavesNothing(t *testing.T) {
+	cli := newClient(t)
+	w := openWorld(t, baseImage, func(s *sandbox.Spec) { s.Egress = &stubEgress{conns: make(chan net.Addr, 1)} })
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close = %v, want the first call's nil", err)
+	}
+	if left := worldResources(t, cli, w.id); len(left) > 0 {
+		t.Errorf("after Close, world %s left %v", w.id, left)
+	}
+	if _, err := w.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"true"}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+}
