@@ -103,6 +103,14 @@ func (cc *clientConn) serve() {
 			cc.badRequest(err)
 			return
 		}
+		if req.ProtoMajor != 1 {
+			rec := cc.newRecord(req.Method)
+			rec.Verdict, rec.Reason, rec.Status = verdictDenyName, reasonMalformed, http.StatusHTTPVersionNotSupported
+			rec.Error = "unsupported protocol " + req.Proto
+			cc.writeError(rec.Status, rec.Reason, "dsh proxy: "+rec.Error+"; speak HTTP/1.1 to the proxy\n")
+			p.finish(rec, cc.w)
+			return
+		}
 		cc.c.SetReadDeadline(time.Time{})
 		cc.lr.N = math.MaxInt64 // bodies are not capped, only headers
 		if req.Method == http.MethodConnect {

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-dev/dsh/netpolicy"
+)
+
+// proxyDrainTimeout is how long dsh proxy waits for open tunnels and
+// requests after SIGINT/SIGTERM before closing them.
+const proxyDrainTimeout = 10 * time.Second
+
+func newProxyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "proxy --listen ADDR [--policy FILE] [--allow ENTRY]... [--audit FILE|-] [--metrics ADDR]",
+		Short: "Run the egress proxy: HTTP forward and CONNECT under a network policy",
+		Long: `dsh proxy serves an HTTP forward proxy (absolute-form requests) and CONNECT
+tunnels on ADDR (host:port, or unix:PATH), and lets a connection through only
+when the network policy allows its destination. It resolves names itself,
+checks every resolved address, and connects only to the address it checked,
+so neither DNS tricks nor a Host header can steer it to a private network.
+Refusals answer 403 with the reason in the X-Dsh-Deny-Reason header.
+
+Without --policy the sandbox egress policy of the configuration (network:)
+applies; if none is configured, everything is denied. --allow adds entries
+(host, *.host, host:port, IP, IP:port, [IPv6]:port, CIDR).
+
+Used alone it is a compose sidecar that gives containers an audited,
+SSRF-proof way out: point HTTP_PROXY and HTTPS_PROXY at it.`,
+		Example: `  dsh proxy --listen 127.0.0.1:3128 --allow api.github.com:443 --audit -
+  dsh proxy --listen unix:/run/dsh/egress.sock --policy egress.yaml --metrics 127.0.0.1:9090`,
+		Args: cobra.NoArgs,
+		RunE: runProxy,
+	}
+	f := cmd.Flags()
+	f.String("listen", "", "address to serve on: host:port or unix:PATH (required)")
+	f.String("audit", "", "write one JSON line per connection and request to FILE, or - for stdout")
+	f.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port)")
+	f.String("world", "proxy", "world name recorded in audit lines and metrics")
+	bindConfigFlag(cmd, "listen", "proxy.listen")
+	bindConfigFlag(cmd, "audit", "proxy.audit")
+	bindConfigFlag(cmd, "metrics", "proxy.metrics")
+	addPolicyFlags(cmd)
+	return cmd
+}
+
+func runProxy(cmd *cobra.Command, _ []string) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return exitf(2, "%v", err)
+	}
+	if cfg.Proxy.Listen == "" {
+		return exitf(2, "dsh proxy needs an address to serve on: pass --listen host:port or --listen unix:PATH (or set proxy.listen)")
+	}
+	pol, err := policyFromFlags(cmd, cfg.Network)
+	if err != nil {
+		return exitf(2, "%v", err)
+	}
+	world, _ := cmd.Flags().GetString("world")
+
+	var audit io.Writer
+	switch cfg.Proxy.Audit {
+	case "":
+	case "-":
+		audit = cmd.OutOrStdout()
+	default:
+		f, err := os.OpenFile(cfg.Proxy.Audit, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return exitf(2, "opening the audit log: %v (pass --audit with a writable file, or - for stdout)", err)
+		}
+		defer f.Close()
+		audit = f
+	}
+
+	reg := prometheus.NewRegistry()
+	metrics, err := netpolicy.NewProxyMetrics(reg)
+	if err != nil {
+		return exitf(1, "%v", err)
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	l, err := listenAddr(cfg.Proxy.Listen)
+	if err != nil {
+		return exitf(2, "--listen %s: %v", cfg.Proxy.Listen, err)
+	}
+	var ms *http.Server
+	var ml net.Listener
+	if cfg.Proxy.Metrics != "" {
+		ml, err = listenAddr(cfg.Proxy.Metrics)
+		if err != nil {
+			l.Close()
+			return exitf(2, "--metrics %s: %v", cfg.Proxy.Metrics, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		ms = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+
+	p := netpolicy.NewProxy(&netpolicy.Dialer{Policy: pol}, &netpolicy.ProxyOptions{
+		World:   world,
+		Audit:   audit,
+		Metrics: metrics,
+	})
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	errc := make(chan error, 2)
+	go func() { errc <- p.Serve(l) }()
+	if ms != nil {
+		go func() { errc <- ms.Serve(ml) }()
+		fmt.Fprintf(cmd.ErrOrStderr(), "dsh proxy: metrics on http://%s/metrics\n", ml.Addr())
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "dsh proxy: serving world %q on %s\n", world, describeAddr(l))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), proxyDrainTimeout)
+	defer cancel()
+	if ms != nil {
+		ms.Shutdown(sctx)
+	}
+	if err := p.Shutdown(sctx); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dsh proxy: closed connections still open after %v\n", proxyDrainTimeout)
+	}
+	if serveErr != nil && !errors.Is(serveErr, netpolicy.ErrProxyClosed) && !errors.Is(serveErr, http.ErrServerClosed) {
+		return exitf(1, "serving: %v", serveErr)
+	}
+	return nil
+}
+
+// listenAddr listens on host:port (TCP) or unix:PATH. A stale unix socket
+// left by a crashed proxy is replaced; a live one is an error.
+func listenAddr(addr string) (net.Listener, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if path == "" {
+			return nil, errors.New("empty socket path; write unix:/path/to/socket")
+		}
+		if fi, err := os.Lstat(path); err == nil {
+			if fi.Mode()&os.ModeSocket == 0 {
+				return nil, fmt.Errorf("%s exists and is not a socket; choose another path", path)
+			}
+			if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+				c.Close()
+				return nil, fmt.Errorf("another process is already serving on %s", path)
+			}
+			os.Remove(path)
+		}
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			return nil, err
+		}
+		l.(*net.UnixListener).SetUnlinkOnClose(true)
+		return l, nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return nil, fmt.Errorf("not host:port or unix:PATH; write for example 127.0.0.1:3128")
+	}
+	return net.Listen("tcp", addr)
+}
+
+func describeAddr(l net.Listener) string {
+	if l.Addr().Network() == "unix" {
+		return "unix:" + l.Addr().String()
+	}
+	return l.Addr().String()
+}
