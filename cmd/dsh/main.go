@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/dsh-dev/dsh/sandbox/native"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
 
@@ -15,6 +16,9 @@ func main() {
 	// (flags, config) before serving.
 	if len(os.Args) > 1 && os.Args[1] == pid1.Arg {
 		os.Exit(pid1.Main())
+	}
+	if len(os.Args) > 1 && os.Args[1] == native.InitArg {
+		os.Exit(native.InitMain())
 	}
 	os.Exit(run(os.Args[1:]))
 }

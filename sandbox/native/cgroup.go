@@ -1,0 +1,223 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// cgroupRoot is where cgroup hierarchies are mounted; cgroupParent is the
+// group under which every world's cgroup lives (one per world, named by
+// the world id).
+const (
+	cgroupRoot   = "/sys/fs/cgroup"
+	cgroupParent = "dsh-native"
+)
+
+// drainTimeout bounds how long destroy waits for killed processes to
+// leave the cgroup before removing it.
+const drainTimeout = 5 * time.Second
+
+// worldCgroup is a world's cgroup on either hierarchy.
+type worldCgroup interface {
+	// add places pid in the cgroup.
+	add(pid int) error
+	// dirFD returns a descriptor of the cgroup directory for clone3's
+	// CLONE_INTO_CGROUP (v2 only), or -1.
+	dirFD() int
+	// destroy kills every process in the cgroup and removes it.
+	destroy() error
+}
+
+// limits keeps the controllers the native driver sets (memory, pids,
+// cpu) and reports whether any limit is requested at all.
+func limits(r *specs.LinuxResources) (*specs.LinuxResources, bool, error) {
+	if r == nil {
+		return nil, false, nil
+	}
+	if len(r.Devices) > 0 || r.BlockIO != nil || len(r.HugepageLimits) > 0 || r.Network != nil || len(r.Rdma) > 0 || len(r.Unified) > 0 {
+		return nil, false, &specError{Field: "Resources", Msg: "only memory, pids and cpu limits are supported by the native driver"}
+	}
+	out := &specs.LinuxResources{}
+	if m := r.Memory; m != nil && m.Limit != nil && *m.Limit > 0 {
+		out.Memory = &specs.LinuxMemory{Limit: m.Limit, Swap: m.Limit} // no swap beyond the limit
+	}
+	if p := r.Pids; p != nil && p.Limit != nil && *p.Limit > 0 {
+		out.Pids = &specs.LinuxPids{Limit: p.Limit}
+	}
+	if c := r.CPU; c != nil && c.Quota != nil && *c.Quota > 0 {
+		out.CPU = &specs.LinuxCPU{Quota: c.Quota, Period: c.Period}
+	}
+	return out, out.Memory != nil || out.Pids != nil || out.CPU != nil, nil
+}
+
+// cgroupFix is the advice given when limits cannot be set.
+const cgroupFix = "memory/pids/cpu limits need a writable cgroup: run dsh as root, or on a cgroup v2 host " +
+	"inside a delegated scope (systemd-run --user --scope -p Delegate=yes dsh ...); " +
+	"a world without limits needs an explicit --memory 0 --pids 0 --cpus 0"
+
+func unified() bool { return cgroups.Mode() == cgroups.Unified }
+
+// newCgroup creates the world's cgroup with the given limits.
+func newCgroup(id string, r *specs.LinuxResources) (worldCgroup, error) {
+	if unified() {
+		m, err := cgroup2.NewManager(cgroupRoot, "/"+cgroupParent+"/"+id, cgroup2.ToResources(r))
+		if err != nil {
+			return nil, &unavailableError{Step: "create cgroup v2 " + cgroupParent + "/" + id, Err: err, Fix: cgroupFix}
+		}
+		return &cgroupV2{m: m, path: filepath.Join(cgroupRoot, cgroupParent, id), fd: -1}, nil
+	}
+	if cgroups.Mode() == cgroups.Unavailable {
+		return nil, &unavailableError{Step: "find a cgroup hierarchy", Err: errors.New("no cgroup file system at " + cgroupRoot), Fix: cgroupFix}
+	}
+	if err := requireV1(); err != nil {
+		return nil, err
+	}
+	c, err := cgroup1.New(cgroup1.StaticPath("/"+cgroupParent+"/"+id), r, cgroup1.WithHierarchy(v1Hierarchy))
+	if err != nil {
+		return nil, &unavailableError{Step: "create cgroup v1 " + cgroupParent + "/" + id, Err: err, Fix: cgroupFix}
+	}
+	return &cgroupV1{c: c}, nil
+}
+
+// v1Controllers are the hierarchies a world joins on cgroup v1: the
+// three it limits and the freezer that makes killing race-free.
+var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
+
+func v1Hierarchy() ([]cgroup1.Subsystem, error) {
+	return []cgroup1.Subsystem{
+		cgroup1.NewMemory(cgroupRoot), cgroup1.NewPids(cgroupRoot),
+		cgroup1.NewCpu(cgroupRoot), cgroup1.NewFreezer(cgroupRoot),
+	}, nil
+}
+
+func requireV1() error {
+	for _, c := range v1Controllers {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, c)); err != nil {
+			return &unavailableError{Step: "use the cgroup v1 " + c + " controller", Err: err, Fix: "mount it (or boot with it enabled), or use --driver docker"}
+		}
+	}
+	return nil
+}
+
+// loadCgroup finds an existing world cgroup (for reaping).
+func loadCgroup(id string) (worldCgroup, error) {
+	if unified() {
+		m, err := cgroup2.Load("/" + cgroupParent + "/" + id)
+		if err != nil {
+			return nil, err
+		}
+		return &cgroupV2{m: m, path: filepath.Join(cgroupRoot, cgroupParent, id), fd: -1}, nil
+	}
+	c, err := cgroup1.Load(cgroup1.StaticPath("/"+cgroupParent+"/"+id), cgroup1.WithHierarchy(v1Hierarchy),
+		func(c *cgroup1.InitConfig) error { c.InitCheck = cgroup1.AllowAny; return nil })
+	if err != nil {
+		return nil, err
+	}
+	return &cgroupV1{c: c}, nil
+}
+
+// leftoverCgroups lists the world ids that have a cgroup.
+func leftoverCgroups() []string {
+	dirs := []string{filepath.Join(cgroupRoot, cgroupParent)}
+	if !unified() {
+		dirs = dirs[:0]
+		for _, c := range v1Controllers {
+			dirs = append(dirs, filepath.Join(cgroupRoot, c, cgroupParent))
+		}
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, d := range dirs {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if e.IsDir() && !seen[e.Name()] {
+				seen[e.Name()] = true
+				ids = append(ids, e.Name())
+			}
+		}
+	}
+	return ids
+}
+
+type cgroupV1 struct{ c cgroup1.Cgroup }
+
+func (g *cgroupV1) add(pid int) error {
+	return g.c.AddProc(uint64(pid))
+}
+
+func (g *cgroupV1) dirFD() int { return -1 }
+
+// destroy freezes the group so nothing can fork while it is being
+// killed, SIGKILLs every member, thaws it so the kills are delivered, and
+// removes it once empty.
+func (g *cgroupV1) destroy() error {
+	_ = g.c.Freeze()
+	procs, _ := g.c.Processes(cgroup1.Freezer, true)
+	for _, p := range procs {
+		_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+	}
+	_ = g.c.Thaw()
+	deadline := time.Now().Add(drainTimeout)
+	for {
+		procs, err := g.c.Processes(cgroup1.Memory, true)
+		if err != nil || len(procs) == 0 || time.Now().After(deadline) {
+			break
+		}
+		for _, p := range procs {
+			_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := g.c.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
+		return fmt.Errorf("native: removing cgroup: %w", err)
+	}
+	return nil
+}
+
+type cgroupV2 struct {
+	m    *cgroup2.Manager
+	path string
+	fd   int
+}
+
+func (g *cgroupV2) add(pid int) error { return g.m.AddProc(uint64(pid)) }
+
+func (g *cgroupV2) dirFD() int {
+	if g.fd < 0 {
+		if fd, err := syscall.Open(g.path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0); err == nil {
+			g.fd = fd
+		}
+	}
+	return g.fd
+}
+
+// destroy uses cgroup.kill (or the library's freeze-and-kill fallback on
+// kernels before 5.14) and removes the group once empty.
+func (g *cgroupV2) destroy() error {
+	if g.fd >= 0 {
+		syscall.Close(g.fd)
+		g.fd = -1
+	}
+	_ = g.m.Kill()
+	deadline := time.Now().Add(drainTimeout)
+	for {
+		procs, err := g.m.Procs(true)
+		if err != nil || len(procs) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := g.m.Delete(); err != nil {
+		return fmt.Errorf("native: removing cgroup: %w", err)
+	}
+	return nil
+}

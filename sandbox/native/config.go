@@ -1,0 +1,204 @@
+package native
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// configEnv carries the init's configuration (JSON) from the driver to
+// stage 1. Stage 1 clears the environment before it executes anything.
+const configEnv = "DSH_NATIVE_INIT"
+
+// DefaultProxyPort is the loopback port inside a world where the egress
+// forwarder listens when Options.ProxyPort is zero.
+const DefaultProxyPort = 3128
+
+// egressPath is where the world's egress socket appears inside the
+// sandbox (bound onto a file of the read-only /dev).
+const egressPath = "/dev/dsh-egress.sock"
+
+// rootMasks are hidden in addition to Spec.Masks when processes run as
+// host uid 0: without any capability, uid 0 still owns and reads them.
+var rootMasks = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private",
+	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
+	"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key",
+	"/var/lib/containerd", "/run/containerd", "/var/run/containerd",
+}
+
+// initConfig is everything stage 1 needs, decided by the driver on the
+// host side so the init makes no policy decisions of its own.
+type initConfig struct {
+	// Root is the empty host directory the new root is assembled on.
+	Root string
+	// Workspace is the real (symlink-free) host path of the workspace.
+	Workspace string
+	Hostname  string
+	// Masks are real host paths that exist; ancestors of the workspace
+	// come first (see mounts.go).
+	Masks   []string
+	Mounts  []specs.Mount
+	Rlimits []specs.POSIXRlimit
+	// UID, GID and Groups are the identity processes run as, in the user
+	// namespace (equal to host ids: the mapping is the identity).
+	UID, GID uint32
+	Groups   []uint32
+	// Egress is the host path of the egress unix socket, or "" for no
+	// network. ProxyPort is where the forwarder listens inside.
+	Egress    string
+	ProxyPort int
+	// Exec, when set, replaces stage 2: stage 1 executes this argv
+	// directly (with ExecEnv) as the confined PID 1. Used by Probe and by
+	// tests of the setup stage.
+	Exec    []string
+	ExecEnv []string
+}
+
+func (c *initConfig) encode() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("encoding init config: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeConfig(s string) (*initConfig, error) {
+	if s == "" {
+		return nil, fmt.Errorf("native init: %s is not set (this entry point is internal to dsh)", configEnv)
+	}
+	var c initConfig
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return nil, fmt.Errorf("native init: decoding %s: %w", configEnv, err)
+	}
+	return &c, nil
+}
+
+// checkSpec rejects Spec fields the driver cannot honour. The native
+// driver only confines more than a Spec asks for when the Spec asks for
+// the hardened defaults; anything that asks for less is an error rather
+// than silently ignored.
+func checkSpec(s *sandbox.Spec) error {
+	if s == nil {
+		return &specError{Field: "(nil)", Msg: "no spec given; use sandbox.DefaultSpec(workspace)"}
+	}
+	if s.Workspace == "" || !filepath.IsAbs(s.Workspace) {
+		return &specError{Field: "Workspace", Msg: fmt.Sprintf("%q is not an absolute path", s.Workspace)}
+	}
+	if fi, err := os.Stat(s.Workspace); err != nil {
+		return &specError{Field: "Workspace", Msg: err.Error()}
+	} else if !fi.IsDir() {
+		return &specError{Field: "Workspace", Msg: fmt.Sprintf("%q is not a directory", s.Workspace)}
+	}
+	if !s.ReadonlyRoot {
+		return &specError{Field: "ReadonlyRoot", Msg: "the native driver always mounts the host root read-only; set it to true"}
+	}
+	if !s.NoNewPrivileges {
+		return &specError{Field: "NoNewPrivileges", Msg: "the native driver always sets no_new_privs; set it to true"}
+	}
+	if c := s.Capabilities; c != nil && len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) > 0 {
+		return &specError{Field: "Capabilities", Msg: "the native driver drops every capability; leave the sets empty"}
+	}
+	if s.Seccomp != nil {
+		return &specError{Field: "Seccomp", Msg: "custom seccomp profiles are not supported by the native driver; leave it nil for the built-in filter"}
+	}
+	for _, m := range s.Mounts {
+		if !filepath.IsAbs(m.Destination) {
+			return &specError{Field: "Mounts", Msg: fmt.Sprintf("destination %q is not absolute", m.Destination)}
+		}
+		switch m.Type {
+		case "tmpfs":
+		case "bind", "rbind", "":
+			if !filepath.IsAbs(m.Source) {
+				return &specError{Field: "Mounts", Msg: fmt.Sprintf("bind source %q for %s is not absolute", m.Source, m.Destination)}
+			}
+		default:
+			return &specError{Field: "Mounts", Msg: fmt.Sprintf("mount type %q at %s is not supported (tmpfs and bind are)", m.Type, m.Destination)}
+		}
+		for _, o := range m.Options {
+			if _, ok := mountOption(o); !ok {
+				return &specError{Field: "Mounts", Msg: fmt.Sprintf("option %q of %s is not supported", o, m.Destination)}
+			}
+		}
+	}
+	for _, r := range s.Rlimits {
+		if _, ok := rlimitNames[r.Type]; !ok {
+			return &specError{Field: "Rlimits", Msg: fmt.Sprintf("unknown rlimit %q", r.Type)}
+		}
+	}
+	return nil
+}
+
+// identity returns the uid, gid and groups processes run as.
+func identity(s *sandbox.Spec) (uid, gid uint32, groups []uint32, err error) {
+	uid, gid = uint32(os.Getuid()), uint32(os.Getgid())
+	if s.User == nil {
+		return uid, gid, nil, nil
+	}
+	u := s.User
+	if os.Geteuid() != 0 && (u.UID != uid || u.GID != gid || len(u.AdditionalGids) > 0) {
+		return 0, 0, nil, &specError{Field: "User", Msg: fmt.Sprintf("uid %d gid %d: an unprivileged caller can only map its own identity (uid %d gid %d); leave User nil or run dsh as root", u.UID, u.GID, uid, gid)}
+	}
+	if u.UID > 65535 || u.GID > 65535 {
+		return 0, 0, nil, &specError{Field: "User", Msg: fmt.Sprintf("uid %d gid %d: ids above 65535 are not mapped", u.UID, u.GID)}
+	}
+	return u.UID, u.GID, u.AdditionalGids, nil
+}
+
+// expandMasks turns Spec.Masks into real host paths: "~" is the invoking
+// user's home (and, under sudo, the home of the user who ran sudo),
+// symlinks are resolved so a mount can never follow one, and paths that
+// do not exist are skipped.
+func expandMasks(masks []string, uid uint32) []string {
+	homes := homeDirs()
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || seen[real] || real == "/" {
+			return
+		}
+		seen[real] = true
+		out = append(out, real)
+	}
+	list := masks
+	if uid == 0 {
+		list = append(append([]string(nil), masks...), rootMasks...)
+	}
+	for _, m := range list {
+		switch {
+		case m == "~" || strings.HasPrefix(m, "~/"):
+			for _, h := range homes {
+				add(filepath.Join(h, strings.TrimPrefix(m, "~")))
+			}
+		case filepath.IsAbs(m):
+			add(filepath.Clean(m))
+		}
+	}
+	return out
+}
+
+func homeDirs() []string {
+	var homes []string
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		homes = append(homes, h)
+	}
+	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" {
+		homes = append(homes, u.HomeDir)
+	}
+	if id := os.Getenv("SUDO_UID"); id != "" && os.Getuid() == 0 {
+		if u, err := user.LookupId(id); err == nil && u.HomeDir != "" {
+			homes = append(homes, u.HomeDir)
+		}
+	}
+	return homes
+}

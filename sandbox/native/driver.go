@@ -1,0 +1,60 @@
+package native
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// Options configures the driver. The zero value works.
+type Options struct {
+	// Executable is the binary re-executed as the init; it must dispatch
+	// InitArg to InitMain. If empty, os.Executable() (dsh itself).
+	Executable string
+	// StateDir holds one private directory per world. If empty,
+	// /run/dsh-native for root, else $XDG_RUNTIME_DIR/dsh-native or
+	// $TMPDIR/dsh-native-UID.
+	StateDir string
+	// ProxyPort is the loopback port inside each world where the egress
+	// forwarder listens. If zero, DefaultProxyPort.
+	ProxyPort int
+	// Stderr receives the init's own diagnostics. If nil, discarded.
+	Stderr io.Writer
+}
+
+// Driver opens native sandboxes. It is safe for concurrent use.
+type Driver struct {
+	opts Options
+	once sync.Once
+}
+
+// New returns a driver; opts may be nil.
+func New(opts *Options) *Driver {
+	d := &Driver{}
+	if opts != nil {
+		d.opts = *opts
+	}
+	return d
+}
+
+// Name returns "native".
+func (d *Driver) Name() string { return "native" }
+
+func (d *Driver) proxyPort() int {
+	if d.opts.ProxyPort > 0 {
+		return d.opts.ProxyPort
+	}
+	return DefaultProxyPort
+}
+
+// Open starts a world for spec: the init in its namespaces and cgroup,
+// serving pid1. ctx bounds the setup only; the world lives until Close.
+func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error) {
+	l, err := d.start(ctx, spec, nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return newInstance(l, spec, d.proxyPort())
+}

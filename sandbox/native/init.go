@@ -1,0 +1,210 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-dev/dsh/sandbox/pid1"
+)
+
+// InitArg is the hidden first argument that makes dsh run as the native
+// sandbox's init. cmd/dsh dispatches it to InitMain before parsing flags;
+// tests dispatch it from TestMain.
+const InitArg = "__native-init"
+
+// Stages of the init, in os.Args[2]. Stage 1 has no argument.
+const (
+	stageServe = "serve" // stage 2: confined, serves pid1
+	stageNoop  = "noop"  // exits 0: proves a probe sandbox came up
+)
+
+// Descriptors the driver passes to stage 1 (ExtraFiles).
+const (
+	fdSync  = 3 // one byte when the init is in its cgroup; EOF = abort
+	fdReady = 4 // 0x00 when serving; otherwise an error message
+)
+
+// portEnv carries the forwarder's port from stage 1 to stage 2.
+const portEnv = "DSH_NATIVE_PROXY_PORT"
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == InitArg && len(os.Args) == 2 {
+		// Stage 1 changes credentials of this thread and then calls
+		// execve from it, so it must stay on one thread. Package init
+		// runs on the main thread; keep the main goroutine there.
+		runtime.LockOSThread()
+		// Die with dsh. Go's own Pdeathsig check misfires for a child
+		// in a new pid namespace (its parent pid reads as 0), so the
+		// init sets it itself.
+		_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	}
+}
+
+// InitMain runs the init stage named by os.Args and returns the process
+// exit status. It returns only on failure; success ends in execve or in
+// pid1.Serve.
+func InitMain() int {
+	stage := ""
+	if len(os.Args) > 2 {
+		stage = os.Args[2]
+	}
+	switch stage {
+	case "":
+		err := stage1()
+		reportFailure(err)
+		return 125
+	case stageServe:
+		if err := stage2(); err != nil {
+			reportFailure(err)
+			return 125
+		}
+		return 0
+	case stageNoop:
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "dsh: unknown init stage %q\n", stage)
+		return 2
+	}
+}
+
+// reportFailure tells the driver why setup failed, over the ready pipe.
+func reportFailure(err error) {
+	if err == nil {
+		err = errors.New("native init: setup ended without starting")
+	}
+	msg := err.Error()
+	var ue *unavailableError
+	if errors.As(err, &ue) {
+		// Mark it so the driver can rebuild an ErrUnavailable.
+		msg = "unavailable\x00" + ue.Step + "\x00" + errString(ue.Err) + "\x00" + ue.Fix
+	}
+	f := os.NewFile(fdReady, "ready")
+	if _, werr := f.Write([]byte(msg)); werr != nil {
+		fmt.Fprintln(os.Stderr, "dsh init:", msg)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// stage1 builds the sandbox and confines the locked thread, then
+// executes stage 2 (or the configured command) from it.
+func stage1() error {
+	cfg, err := decodeConfig(os.Getenv(configEnv))
+	if err != nil {
+		return err
+	}
+	var b [1]byte
+	if n, _ := os.NewFile(fdSync, "sync").Read(b[:]); n != 1 {
+		return errors.New("native init: dsh went away before the sandbox was placed in its cgroup")
+	}
+	if err := buildRoot(cfg); err != nil {
+		return err
+	}
+	host := cfg.Hostname
+	if host == "" {
+		host = "dsh"
+	}
+	if err := unix.Sethostname([]byte(host)); err != nil {
+		return fmt.Errorf("setting hostname: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	if err := setRlimits(cfg.Rlimits); err != nil {
+		return err
+	}
+	if err := unix.Chdir(cfg.Workspace); err != nil {
+		return fmt.Errorf("entering the workspace: %w", err)
+	}
+	prog, err := filterProgram()
+	if err != nil {
+		return err
+	}
+	path, argv, env := "/proc/self/exe", []string{os.Args[0], InitArg, stageServe}, []string(nil)
+	if cfg.Egress != "" {
+		env = append(env, portEnv+"="+strconv.Itoa(cfg.ProxyPort))
+	}
+	if len(cfg.Exec) > 0 {
+		argv, env = cfg.Exec, cfg.ExecEnv
+		if path, err = lookPath(argv[0], env); err != nil {
+			return err
+		}
+	}
+	// Nothing but stdio and (for stage 2) the ready pipe crosses execve.
+	if err := unix.CloseRange(fdSync, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("marking descriptors close-on-exec: %w", err)
+	}
+	if len(cfg.Exec) == 0 {
+		if _, err := unix.FcntlInt(fdReady, unix.F_SETFD, 0); err != nil {
+			return fmt.Errorf("passing the ready pipe: %w", err)
+		}
+	}
+	if err := dropPrivileges(cfg.UID, cfg.GID, cfg.Groups); err != nil {
+		return err
+	}
+	if err := loadFilter(prog); err != nil {
+		return err
+	}
+	err = syscall.Exec(path, argv, env)
+	return fmt.Errorf("executing %s: %w", argv[0], err)
+}
+
+// lookPath resolves file like a shell would, with the PATH of env.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, file)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("executable %q not found in PATH", file)
+}
+
+// stage2 is the confined init: it serves the egress forwarder and pid1.
+func stage2() error {
+	// Not dumpable: processes of the sandbox (same uid, no capabilities)
+	// cannot open /proc/1/exe, /proc/1/fd or ptrace-attach the init.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("making the init non-dumpable: %w", err)
+	}
+	if p := os.Getenv(portEnv); p != "" {
+		l, err := net.Listen("tcp", "127.0.0.1:"+p)
+		if err != nil {
+			return fmt.Errorf("egress forwarder: %w", err)
+		}
+		f := &forwarder{l: l, path: egressPath}
+		go f.serve()
+	}
+	ready := os.NewFile(fdReady, "ready")
+	if _, err := ready.Write([]byte{0}); err != nil {
+		return fmt.Errorf("reporting readiness: %w", err)
+	}
+	ready.Close()
+	if code := pid1.Main(); code != 0 {
+		return fmt.Errorf("pid1 ended with status %d", code)
+	}
+	return nil
+}

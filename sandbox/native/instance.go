@@ -1,0 +1,104 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/pid1"
+)
+
+// exitGrace is how long Close lets the init kill and reap everything
+// after the connection closes, before it is SIGKILLed (which kills the
+// whole pid namespace at once).
+const exitGrace = 3 * time.Second
+
+// instance is one running world.
+type instance struct {
+	l        *launch
+	client   *pid1.Client
+	proxyEnv []string // nil without egress
+
+	closeOnce sync.Once
+	closeErr  error
+	mu        sync.Mutex // guards closed
+	closed    bool
+}
+
+func newInstance(l *launch, spec *sandbox.Spec, port int) (*instance, error) {
+	c, err := pid1.NewClient(pid1.JoinConn(l.ctlR, l.ctlW))
+	if err != nil {
+		l.cleanup()
+		return nil, err
+	}
+	in := &instance{l: l, client: c}
+	if spec.Egress != nil {
+		in.proxyEnv = proxyEnv(port)
+	}
+	return in, nil
+}
+
+// Start starts a process in the world. With egress, HTTP_PROXY and
+// HTTPS_PROXY (both cases) point at the forwarder, replacing any value
+// in p.Env: inside, the forwarder is the only way out.
+func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Process, error) {
+	in.mu.Lock()
+	closed := in.closed
+	in.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if in.proxyEnv != nil {
+		env := make([]string, 0, len(p.Env)+len(in.proxyEnv))
+		for _, kv := range p.Env {
+			k, _, _ := strings.Cut(kv, "=")
+			if strings.EqualFold(k, "HTTP_PROXY") || strings.EqualFold(k, "HTTPS_PROXY") {
+				continue
+			}
+			env = append(env, kv)
+		}
+		p.Env = append(env, in.proxyEnv...)
+	}
+	return in.client.Start(ctx, p)
+}
+
+// Close kills every process of the world and removes its cgroup, egress
+// socket and state directory. It is idempotent and safe to call
+// concurrently; every call returns the first call's result.
+func (in *instance) Close() error {
+	in.closeOnce.Do(func() {
+		in.mu.Lock()
+		in.closed = true
+		in.mu.Unlock()
+		in.closeErr = in.shutdown()
+	})
+	return in.closeErr
+}
+
+func (in *instance) shutdown() error {
+	// Closing the session makes the init kill and reap everything.
+	_ = in.client.Close()
+	done := make(chan struct{})
+	go func() {
+		_ = in.l.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(exitGrace):
+		// PID 1 of the namespace: its death SIGKILLs every process in it.
+		_ = in.l.cmd.Process.Kill()
+		<-done
+	}
+	in.l.cmd = nil // waited for: cleanup must not wait again
+	var errs []error
+	if in.l.cg != nil {
+		errs = append(errs, in.l.cg.destroy())
+		in.l.cg = nil
+	}
+	in.l.cleanup()
+	return errors.Join(errs...)
+}

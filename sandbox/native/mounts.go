@@ -1,0 +1,287 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// procReadonly are bound read-only over the private /proc: writing them
+// as (host) uid 0 needs no capability, only the owner's mode bits.
+var procReadonly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
+
+// procMasks hide kernel state that leaks host information.
+var procMasks = []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi"}
+
+// devNodes are bound from the host into the sandbox's /dev.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// buildRoot assembles the sandbox's root on c.Root and pivots into it.
+// It runs in stage 1, in the new mount namespace, before any credential
+// is dropped.
+func buildRoot(c *initConfig) error {
+	// Nothing we mount may propagate back to the host.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making / private: %w", err)
+	}
+	root := c.Root
+	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding the host root: %w", err)
+	}
+	// One call makes every submount read-only, nosuid and nodev; the
+	// older MS_REMOUNT route would have to walk mountinfo.
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(unix.AT_FDCWD, root, unix.AT_RECURSIVE, attr); err != nil {
+		if errors.Is(err, unix.ENOSYS) {
+			return &unavailableError{Step: "make the root read-only (mount_setattr)", Err: err, Fix: "the native driver needs Linux 5.12 or newer; use --driver docker"}
+		}
+		return fmt.Errorf("making the root read-only: %w", err)
+	}
+
+	// Spec mounts (tmpfs /tmp, …) come before the workspace, which may
+	// live below one of them (a workspace in /tmp is common).
+	for _, m := range c.Mounts {
+		if err := specMount(root, m); err != nil {
+			return err
+		}
+	}
+	// Masks above the workspace are writable long enough to create the
+	// workspace's mount point, then read-only.
+	var above []string
+	for _, m := range c.Masks {
+		if isBelow(c.Workspace, m) {
+			mounted, err := mountMask(root, m, false)
+			if err != nil {
+				return err
+			}
+			if mounted {
+				above = append(above, m)
+			}
+		}
+	}
+	ws := filepath.Join(root, c.Workspace)
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return fmt.Errorf("creating the workspace mount point %s: %w", c.Workspace, err)
+	}
+	if err := unix.Mount(c.Workspace, ws, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding the workspace %s: %w", c.Workspace, err)
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, ws, unix.AT_RECURSIVE, &unix.MountAttr{
+		Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		Attr_clr: unix.MOUNT_ATTR_RDONLY,
+	}); err != nil {
+		return fmt.Errorf("making the workspace %s writable: %w", c.Workspace, err)
+	}
+	for _, m := range c.Masks {
+		if isBelow(c.Workspace, m) {
+			continue
+		}
+		if _, err := mountMask(root, m, true); err != nil {
+			return err
+		}
+	}
+	for _, m := range above {
+		if err := unix.Mount("", filepath.Join(root, m), "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("making mask %s read-only: %w", m, err)
+		}
+	}
+	if err := mountProc(root); err != nil {
+		return err
+	}
+	if err := mountDev(root, c.Egress); err != nil {
+		return err
+	}
+	return pivot(root)
+}
+
+// isBelow reports whether path is dir or inside it.
+func isBelow(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// mountMask hides host path p: an empty tmpfs over a directory, /dev/null
+// over anything else. p is a real path (no symlinks), so the mount cannot
+// be redirected outside the new root.
+func mountMask(root, p string, readonly bool) (mounted bool, err error) {
+	target := filepath.Join(root, p)
+	fi, err := os.Lstat(target)
+	if err != nil {
+		// Vanished since the driver looked, or already shadowed by a
+		// tmpfs of the Spec: nothing left to hide.
+		return false, nil
+	}
+	if fi.IsDir() {
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+		if readonly {
+			flags |= unix.MS_RDONLY
+		}
+		if err := unix.Mount("tmpfs", target, "tmpfs", flags, "mode=0755,size=64k"); err != nil {
+			return false, fmt.Errorf("masking %s: %w", p, err)
+		}
+		return true, nil
+	}
+	if err := unix.Mount("/dev/null", target, "", unix.MS_BIND, ""); err != nil {
+		return false, fmt.Errorf("masking %s: %w", p, err)
+	}
+	return true, nil
+}
+
+// mountOption maps an OCI mount option to flags (ok=false: unsupported).
+// Options that are data (mode=, size=, …) map to flag 0.
+func mountOption(o string) (flag uintptr, ok bool) {
+	switch o {
+	case "ro":
+		return unix.MS_RDONLY, true
+	case "rw", "bind", "rbind", "private", "rprivate":
+		return 0, true
+	case "nosuid":
+		return unix.MS_NOSUID, true
+	case "nodev":
+		return unix.MS_NODEV, true
+	case "noexec":
+		return unix.MS_NOEXEC, true
+	}
+	for _, p := range []string{"mode=", "size=", "nr_inodes=", "uid=", "gid="} {
+		if strings.HasPrefix(o, p) {
+			return 0, true
+		}
+	}
+	return 0, false
+}
+
+// specMount adds one Spec mount (tmpfs or bind) under root.
+func specMount(root string, m specs.Mount) error {
+	target := filepath.Join(root, m.Destination)
+	var flags uintptr
+	var data []string
+	for _, o := range m.Options {
+		f, _ := mountOption(o)
+		flags |= f
+		if strings.Contains(o, "=") {
+			data = append(data, o)
+		}
+	}
+	switch m.Type {
+	case "tmpfs":
+		if err := unix.Mount("tmpfs", target, "tmpfs", flags, strings.Join(data, ",")); err != nil {
+			return fmt.Errorf("mounting tmpfs on %s: %w", m.Destination, err)
+		}
+	default:
+		src, err := filepath.EvalSymlinks(m.Source)
+		if err != nil {
+			return fmt.Errorf("bind source for %s: %w", m.Destination, err)
+		}
+		if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding %s on %s: %w", src, m.Destination, err)
+		}
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if flags&unix.MS_RDONLY != 0 {
+			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		}
+		if flags&unix.MS_NOEXEC != 0 {
+			attr.Attr_set |= unix.MOUNT_ATTR_NOEXEC
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE, attr); err != nil {
+			return fmt.Errorf("setting flags of %s: %w", m.Destination, err)
+		}
+	}
+	return nil
+}
+
+// mountProc mounts a /proc of the new pid namespace.
+func mountProc(root string) error {
+	proc := filepath.Join(root, "proc")
+	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return &unavailableError{Step: "mount a private /proc", Err: err, Fix: "the kernel refuses proc mounts in user namespaces when /proc is partly hidden (e.g. inside some containers); run dsh on the host or use --driver docker"}
+	}
+	for _, p := range procReadonly {
+		t := filepath.Join(proc, p)
+		if _, err := os.Lstat(t); err != nil {
+			continue
+		}
+		if err := unix.Mount(t, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding /proc/%s: %w", p, err)
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, t, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+			return fmt.Errorf("making /proc/%s read-only: %w", p, err)
+		}
+	}
+	for _, p := range procMasks {
+		if _, err := mountMask(proc, "/"+p, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountDev builds a minimal /dev: a few host device nodes, a private
+// devpts, /dev/shm, the standard symlinks and, with egress, the world's
+// egress socket. The tmpfs is read-only afterwards.
+func mountDev(root, egress string) error {
+	dev := filepath.Join(root, "dev")
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("mounting /dev: %w", err)
+	}
+	for _, n := range devNodes {
+		t := filepath.Join(dev, n)
+		if err := os.WriteFile(t, nil, 0o666); err != nil {
+			return fmt.Errorf("creating /dev/%s: %w", n, err)
+		}
+		if err := unix.Mount("/dev/"+n, t, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding /dev/%s: %w", n, err)
+		}
+	}
+	for _, d := range []string{"pts", "shm"} {
+		if err := os.Mkdir(filepath.Join(dev, d), 0o755); err != nil {
+			return fmt.Errorf("creating /dev/%s: %w", d, err)
+		}
+	}
+	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return fmt.Errorf("mounting /dev/pts: %w", err)
+	}
+	if err := unix.Mount("tmpfs", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=64m"); err != nil {
+		return fmt.Errorf("mounting /dev/shm: %w", err)
+	}
+	for name, to := range map[string]string{
+		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+	} {
+		if err := os.Symlink(to, filepath.Join(dev, name)); err != nil {
+			return fmt.Errorf("creating /dev/%s: %w", name, err)
+		}
+	}
+	if egress != "" {
+		t := filepath.Join(root, egressPath)
+		if err := os.WriteFile(t, nil, 0o666); err != nil {
+			return fmt.Errorf("creating %s: %w", egressPath, err)
+		}
+		if err := unix.Mount(egress, t, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding the egress socket: %w", err)
+		}
+	}
+	if err := unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("making /dev read-only: %w", err)
+	}
+	return nil
+}
+
+// pivot makes root the root of the mount namespace and detaches the host
+// root. pivot_root(".", ".") stacks the old root on the new one, so no
+// put-old directory (which a read-only root could not provide) is needed.
+func pivot(root string) error {
+	if err := unix.Chdir(root); err != nil {
+		return fmt.Errorf("entering the new root: %w", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return &unavailableError{Step: "pivot_root into the sandbox root", Err: err, Fix: "the host root must not be on a rootfs/initramfs mount; run dsh from a normal root filesystem or use --driver docker"}
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the host root: %w", err)
+	}
+	return unix.Chdir("/")
+}

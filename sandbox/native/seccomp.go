@@ -1,0 +1,101 @@
+package native
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// deniedSyscalls fail with EPERM in every sandbox. They either reach
+// kernel attack surface a tool never needs (bpf, io_uring, perf, keys,
+// modules, kexec) or could undo confinement (mount, pivot_root, setns,
+// ptrace and friends).
+var deniedSyscalls = []string{
+	"mount", "umount2", "pivot_root", "chroot", "setns",
+	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"bpf", "perf_event_open", "userfaultfd",
+	"keyctl", "add_key", "request_key",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"open_by_handle_at", "name_to_handle_at",
+	"swapon", "swapoff", "reboot", "acct", "settimeofday", "clock_settime", "adjtimex",
+	"lookup_dcookie", "quotactl", "syslog", "vhangup", "iopl", "ioperm",
+}
+
+// namespaceFlags are the CLONE_NEW* bits: clone and unshare fail when any
+// is set, so no process in a sandbox creates a namespace.
+var namespaceFlags = []uint64{
+	unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET,
+	unix.CLONE_NEWIPC, unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWTIME,
+}
+
+// filterProgram returns the sandbox's seccomp program. go-seccomp-bpf
+// assembles the rules; in front of them goes an architecture check that
+// kills any syscall made through another ABI (i386 int 0x80 on amd64),
+// because the library's own check lets other architectures fall through
+// to the default action, which for a deny list is "allow".
+func filterProgram() ([]unix.SockFilter, error) {
+	var withFlags []seccomp.NameWithConditions
+	for _, name := range []string{"unshare", "clone"} {
+		for _, f := range namespaceFlags {
+			withFlags = append(withFlags, seccomp.NameWithConditions{
+				Name:       name,
+				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: f}},
+			})
+		}
+	}
+	policy := seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls: []seccomp.SyscallGroup{
+			{Names: deniedSyscalls, Action: seccomp.ActionErrno},
+			{NamesWithCondtions: withFlags, Action: seccomp.ActionErrno},
+		},
+	}
+	insts, err := policy.Assemble()
+	if err != nil {
+		return nil, fmt.Errorf("assembling seccomp policy: %w", err)
+	}
+	arch, ok := auditArch[runtime.GOARCH]
+	if !ok {
+		return nil, &unavailableError{Step: "build the seccomp filter", Err: fmt.Errorf("architecture %s is not supported", runtime.GOARCH), Fix: "the native driver supports amd64 and arm64; use --driver docker"}
+	}
+	guard := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
+		// clone3 passes its flags in memory a filter cannot read. ENOSYS
+		// (not EPERM) makes libc and Go fall back to clone, which is checked.
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+	}
+	raw, err := bpf.Assemble(append(guard, insts...))
+	if err != nil {
+		return nil, fmt.Errorf("assembling seccomp program: %w", err)
+	}
+	out := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return out, nil
+}
+
+var auditArch = map[string]uint32{
+	"amd64": unix.AUDIT_ARCH_X86_64,
+	"arm64": unix.AUDIT_ARCH_AARCH64,
+}
+
+// loadFilter installs prog on the calling thread only. Stage 1 calls it
+// on the locked thread that then executes stage 2, which inherits it.
+func loadFilter(prog []unix.SockFilter) error {
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+		return &unavailableError{Step: "install the seccomp filter", Err: e, Fix: "the kernel needs CONFIG_SECCOMP_FILTER; use --driver docker"}
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// runIn runs argv as PID 1 of a fresh world (the setup stage alone, no
+// pid1 server) and returns its combined output.
+func runIn(t *testing.T, spec *sandbox.Spec, argv ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	d := New(&Options{Executable: testExe(t), StateDir: stateDir(t)})
+	err := d.runOnce(ctx, spec, argv, spec.Env, &out)
+	return out.String(), err
+}
+
+func sh(t *testing.T, spec *sandbox.Spec, script string) (string, error) {
+	t.Helper()
+	return runIn(t, spec, "/bin/sh", "-c", script)
+}
+
+func testExe(t testing.TB) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// stateDir is a private state directory per test, so reaping and
+// leftover checks see only the test's own worlds.
+func stateDir(t testing.TB) string {
+	d := filepath.Join(os.TempDir(), "dsh-native-test-"+strings.ReplaceAll(t.Name(), "/", "_"))
+	os.RemoveAll(d)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func TestProcessIsConfined(t *testing.T) {
+	testenv.RequireUserNS(t)
+	ws := t.TempDir()
+	out, err := sh(t, sandbox.DefaultSpec(ws), `
+grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status
+echo host=$(hostname)
+echo pid=$$
+touch /etc/dsh-test 2>/dev/null && echo etc=writable || echo etc=readonly
+touch /usr/dsh-test 2>/dev/null && echo usr=writable || echo usr=readonly
+echo hi > `+ws+`/out && echo ws=writable
+echo hi > /tmp/x && echo tmp=writable
+ls /proc | grep -cE '^[0-9]+$' | sed 's/^/procs=/'
+`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+		"CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2",
+		"host=dsh", "pid=1", "etc=readonly", "usr=readonly", "ws=writable", "tmp=writable",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// Only the shell and its children (ls, grep) are visible: no host
+	// process is in this pid namespace.
+	if !strings.Contains(out, "procs=") || strings.Contains(out, "procs=0\n") {
+		t.Errorf("unexpected /proc listing:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out")); err != nil || string(b) != "hi\n" {
+		t.Errorf("workspace write did not reach the host: %q, %v", b, err)
+	}
+	if _, err := os.Stat("/etc/dsh-test"); err == nil {
+		os.Remove("/etc/dsh-test")
+		t.Error("the sandbox wrote /etc on the host")
+	}
+}
+
+func TestMasksHideSecrets(t *testing.T) {
+	testenv.RequireUserNS(t)
+	ws := t.TempDir()
+	// Not in /tmp: the sandbox's tmpfs /tmp would hide them anyway.
+	home := hostTempDir(t)
+	t.Setenv("HOME", home)
+	secretDir := filepath.Join(home, ".ssh")
+	if err := os.Mkdir(secretDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(secretDir, "id_ed25519"), []byte("SECRET-KEY"), 0o600)
+	secretFile := filepath.Join(hostTempDir(t), "token")
+	os.WriteFile(secretFile, []byte("SECRET-TOKEN"), 0o600)
+	// A symlink to a secret is masked at its target.
+	link := filepath.Join(home, ".netrc")
+	os.Symlink(secretFile, link)
+
+	spec := sandbox.DefaultSpec(ws)
+	spec.Masks = []string{"~/.ssh", secretFile, "~/.netrc", "/nonexistent/dsh-mask"}
+	out, err := sh(t, spec, `
+ls -A `+secretDir+` | sed 's/^/ls:/'
+cat `+secretDir+`/id_ed25519 2>/dev/null
+cat `+secretFile+` 2>/dev/null
+cat `+link+` 2>/dev/null
+touch `+secretDir+`/new 2>/dev/null && echo maskdir=writable
+echo x > `+secretFile+` ; cat `+secretFile+`
+echo done
+`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "SECRET") || strings.Contains(out, "ls:") || strings.Contains(out, "maskdir=writable") {
+		t.Errorf("a masked secret is visible or writable:\n%s", out)
+	}
+	if !strings.Contains(out, "done") {
+		t.Errorf("script did not finish:\n%s", out)
+	}
+	if b, _ := os.ReadFile(secretFile); string(b) != "SECRET-TOKEN" {
+		t.Errorf("the sandbox changed a masked file on the host: %q", b)
+	}
+}
+
+func TestWorkspaceInsideMaskStaysReachable(t *testing.T) {
+	testenv.RequireUserNS(t)
+	parent := hostTempDir(t)
+	ws := filepath.Join(parent, "project")
+	os.Mkdir(ws, 0o755)
+	os.WriteFile(filepath.Join(parent, "secret"), []byte("SECRET"), 0o600)
+	spec := sandbox.DefaultSpec(ws)
+	spec.Masks = []string{parent}
+	out, err := sh(t, spec, `cat `+parent+`/secret 2>/dev/null; echo ok > `+ws+`/f && echo ws=writable; touch `+parent+`/x 2>/dev/null && echo parent=writable; echo end`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "SECRET") || strings.Contains(out, "parent=writable") || !strings.Contains(out, "ws=writable") {
+		t.Errorf("mask above the workspace:\n%s", out)
+	}
+}
+
+func TestSeccompDeniesEscapes(t *testing.T) {
+	testenv.RequireUserNS(t)
+	out, err := runIn(t, sandbox.DefaultSpec(t.TempDir()), "/proc/self/exe", helperArg, "syscalls")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			got[f[0]] = f[1]
+		}
+	}
+	for _, c := range syscallChecks() {
+		want := "EPERM"
+		if c.name == "clone3" {
+			want = "ENOSYS" // so libc falls back to the checked clone
+		}
+		if got[c.name] != want {
+			t.Errorf("%s in the sandbox = %q, want %s", c.name, got[c.name], want)
+		}
+	}
+}
+
+func TestNoNetworkWithoutEgress(t *testing.T) {
+	testenv.RequireUserNS(t)
+	// A listener on the host's loopback that the sandbox must not reach.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	out, err := runIn(t, sandbox.DefaultSpec(t.TempDir()), "/proc/self/exe", helperArg, "dial", l.Addr().String())
+	if err == nil || !strings.Contains(out, "dial failed") {
+		t.Errorf("direct TCP to the host's loopback from the sandbox: err=%v\n%s", err, out)
+	}
+	select {
+	case <-accepted:
+		t.Error("the host listener accepted a connection from the sandbox")
+	default:
+	}
+	out, err = sh(t, sandbox.DefaultSpec(t.TempDir()), `tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; echo routes=$(tail -n +2 /proc/net/route | wc -l)`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if strings.TrimSpace(out) != "lo\nroutes=0" {
+		t.Errorf("interfaces and routes in the sandbox = %q, want only lo and no routes", out)
+	}
+}
+
+func TestBadSpecIsRejected(t *testing.T) {
+	ws := t.TempDir()
+	cases := map[string]func(*sandbox.Spec){
+		"Workspace":       func(s *sandbox.Spec) { s.Workspace = "relative" },
+		"ReadonlyRoot":    func(s *sandbox.Spec) { s.ReadonlyRoot = false },
+		"NoNewPrivileges": func(s *sandbox.Spec) { s.NoNewPrivileges = false },
+		"Capabilities":    func(s *sandbox.Spec) { s.Capabilities.Bounding = []string{"CAP_SYS_ADMIN"} },
+		"Mounts":          func(s *sandbox.Spec) { s.Mounts = append(s.Mounts, sandboxMount("overlay")) },
+		"Rlimits":         func(s *sandbox.Spec) { s.Rlimits = append(s.Rlimits, sandboxRlimit("RLIMIT_BOGUS")) },
+	}
+	for field, mutate := range cases {
+		spec := sandbox.DefaultSpec(ws)
+		mutate(spec)
+		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec)
+		if !errors.Is(err, ErrUnsupportedSpec) || !strings.Contains(err.Error(), "Spec."+field) {
+			t.Errorf("Open with bad %s = %v, want an ErrUnsupportedSpec naming it", field, err)
+		}
+	}
+}
+
+// hostTempDir is a temporary directory outside /tmp, which the sandbox
+// replaces with its own tmpfs.
+func hostTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/var/tmp", "dsh-native-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}

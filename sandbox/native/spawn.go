@@ -1,0 +1,305 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// cloneFlags are the namespaces of every world.
+const cloneFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
+
+// setupCaps are raised as ambient capabilities for stage 1 only: an
+// unprivileged caller's mapped uid is not 0 inside, so execve would
+// otherwise strip the capabilities the user namespace grants. Stage 1
+// clears them before anything of the sandbox runs.
+var setupCaps = []uintptr{
+	unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID,
+	unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_RESOURCE,
+}
+
+// launch is one started init: everything the parent must undo.
+type launch struct {
+	cmd    *exec.Cmd
+	id     string
+	dir    string // state directory of the world
+	cg     worldCgroup
+	egress net.Listener
+	// ctlR/ctlW carry the pid1 session (serve mode only).
+	ctlR, ctlW *os.File
+}
+
+// stdio is where the init's own standard streams go in exec mode.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// start launches an init for spec. With exec set, the init executes that
+// argv as the sandbox's PID 1 instead of serving pid1 (probe and tests of
+// the setup stage). On error everything created is removed.
+func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEnv []string, io3 *stdio) (_ *launch, err error) {
+	if err := checkSpec(spec); err != nil {
+		return nil, err
+	}
+	res, wantLimits, err := limits(spec.Resources)
+	if err != nil {
+		return nil, err
+	}
+	uid, gid, groups, err := identity(spec)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := filepath.EvalSymlinks(spec.Workspace)
+	if err != nil {
+		return nil, &specError{Field: "Workspace", Msg: err.Error()}
+	}
+	exe := d.opts.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("native: finding dsh's own binary to run as the init: %w", err)
+		}
+	}
+	base, err := stateBase(d.opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	reap(base)
+
+	l := &launch{}
+	defer func() {
+		if err != nil {
+			l.cleanup()
+		}
+	}()
+	if l.id, err = newWorldID(); err != nil {
+		return nil, err
+	}
+	l.dir = filepath.Join(base, l.id)
+	if err := os.Mkdir(l.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("native: creating world directory: %w", err)
+	}
+	root := filepath.Join(l.dir, "root")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return nil, fmt.Errorf("native: creating root mount point: %w", err)
+	}
+	cfg := &initConfig{
+		Root: root, Workspace: ws, Hostname: spec.Hostname,
+		Masks:  expandMasks(spec.Masks, uid),
+		Mounts: spec.Mounts, Rlimits: spec.Rlimits,
+		UID: uid, GID: gid, Groups: groups,
+		Exec: execArgv, ExecEnv: execEnv,
+	}
+	if spec.Egress != nil {
+		sock := filepath.Join(l.dir, "egress.sock")
+		if l.egress, err = net.Listen("unix", sock); err != nil {
+			return nil, fmt.Errorf("native: egress socket: %w", err)
+		}
+		// The init may run as another uid (Spec.User); the socket is
+		// reachable only through the private directory and the bind
+		// inside this world.
+		if err := os.Chmod(sock, 0o666); err != nil {
+			return nil, fmt.Errorf("native: egress socket: %w", err)
+		}
+		go spec.Egress.Serve(l.egress)
+		cfg.Egress = sock
+		cfg.ProxyPort = d.proxyPort()
+	}
+	if wantLimits {
+		if l.cg, err = newCgroup(l.id, res); err != nil {
+			return nil, err
+		}
+	}
+	env, err := cfg.encode()
+	if err != nil {
+		return nil, err
+	}
+
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer syncR.Close()
+	defer syncW.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer readyR.Close()
+	defer readyW.Close()
+
+	cmd := exec.Command(exe, InitArg)
+	cmd.Args[0] = "dsh-init"
+	cmd.Env = []string{configEnv + "=" + env}
+	cmd.ExtraFiles = []*os.File{syncR, readyW}
+	var childCtl [2]*os.File
+	if execArgv == nil {
+		var inR, outW *os.File
+		if inR, l.ctlW, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		if l.ctlR, outW, err = os.Pipe(); err != nil {
+			inR.Close()
+			return nil, err
+		}
+		childCtl = [2]*os.File{inR, outW}
+		cmd.Stdin, cmd.Stdout = inR, outW
+		cmd.Stderr = d.opts.Stderr
+	} else if io3 != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = io3.in, io3.out, io3.err
+	}
+	sys := &syscall.SysProcAttr{
+		Cloneflags:  cloneFlags,
+		AmbientCaps: setupCaps,
+	}
+	if os.Geteuid() == 0 {
+		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}}
+		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}}
+		sys.GidMappingsEnableSetgroups = true
+	} else {
+		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	}
+	if l.cg != nil && l.cg.dirFD() >= 0 {
+		// cgroup v2: born in its cgroup (clone3 CLONE_INTO_CGROUP), so
+		// its cgroup namespace is rooted at the world's own group.
+		sys.UseCgroupFD, sys.CgroupFD = true, l.cg.dirFD()
+	}
+	cmd.SysProcAttr = sys
+	l.cmd = cmd
+	err = cmd.Start()
+	for _, f := range childCtl {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		l.cmd = nil
+		return nil, usernsError(err)
+	}
+	syncR.Close()
+	readyW.Close()
+	if l.cg != nil && !sys.UseCgroupFD {
+		if err := l.cg.add(cmd.Process.Pid); err != nil {
+			return nil, &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
+		}
+	}
+	// The init waits for this byte: nothing runs before it is limited.
+	if _, err := syncW.Write([]byte{1}); err != nil {
+		return nil, fmt.Errorf("native: releasing the init: %w", err)
+	}
+	syncW.Close()
+	if err := waitReady(ctx, readyR, execArgv == nil); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// waitReady reads the init's verdict: 0x00 once stage 2 serves; EOF with
+// nothing read once exec mode executed its command (the pipe closes on
+// execve); anything else is stage 1's error message.
+func waitReady(ctx context.Context, r *os.File, serve bool) error {
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var buf bytes.Buffer
+		one := make([]byte, 1)
+		n, err := r.Read(one)
+		if n == 1 && one[0] == 0 {
+			ch <- result{b: one}
+			return
+		}
+		buf.Write(one[:n])
+		if err == nil {
+			_, err = io.Copy(&buf, io.LimitReader(r, 64<<10))
+		} else if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		ch <- result{b: buf.Bytes(), err: err}
+	}()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("native: waiting for the sandbox to start: %w", ctx.Err())
+	case res := <-ch:
+		switch {
+		case res.err != nil:
+			return fmt.Errorf("native: reading the init's status: %w", res.err)
+		case len(res.b) == 1 && res.b[0] == 0:
+			return nil
+		case len(res.b) == 0 && !serve:
+			return nil
+		case len(res.b) == 0:
+			return errors.New("native: the sandbox init exited during setup without a message")
+		}
+		return initError(string(res.b))
+	}
+}
+
+// initError rebuilds a typed error from stage 1's message.
+func initError(msg string) error {
+	if rest, ok := strings.CutPrefix(msg, "unavailable\x00"); ok {
+		f := strings.SplitN(rest, "\x00", 3)
+		for len(f) < 3 {
+			f = append(f, "")
+		}
+		var inner error
+		if f[1] != "" {
+			inner = errors.New(f[1])
+		}
+		return &unavailableError{Step: f[0], Err: inner, Fix: f[2]}
+	}
+	return fmt.Errorf("native: setting up the sandbox: %s", msg)
+}
+
+// usernsError explains why the kernel refused the namespaces.
+func usernsError(err error) error {
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EINVAL) {
+		ok, why := userNSAllowed()
+		if !ok {
+			return &unavailableError{Step: "create a user namespace", Err: err, Fix: why}
+		}
+		return &unavailableError{Step: "create the sandbox namespaces", Err: err,
+			Fix: "unprivileged user namespaces may be restricted (AppArmor, seccomp of an outer container, or a sysctl); run dsh as root or use --driver docker"}
+	}
+	return fmt.Errorf("native: starting the sandbox init: %w", err)
+}
+
+// cleanup kills the init and removes the world's cgroup, socket and
+// state directory. Safe on a partly built launch.
+func (l *launch) cleanup() {
+	if l.ctlW != nil {
+		l.ctlW.Close()
+	}
+	if l.cmd != nil && l.cmd.Process != nil {
+		_ = l.cmd.Process.Kill()
+		_ = l.cmd.Wait()
+	}
+	if l.ctlR != nil {
+		l.ctlR.Close()
+	}
+	if l.cg != nil {
+		_ = l.cg.destroy()
+	}
+	if l.egress != nil {
+		l.egress.Close()
+	}
+	if l.dir != "" {
+		_ = os.RemoveAll(l.dir)
+	}
+}

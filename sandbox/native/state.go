@@ -1,0 +1,136 @@
+package native
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// stateBase returns the caller's private directory that holds one
+// directory per world (its egress socket and the mount point of its
+// root), creating it 0700. A directory that exists but is not private to
+// the caller is an error, not something to trust or to fix silently.
+func stateBase(override string) (string, error) {
+	uid := os.Getuid()
+	base := override
+	if base == "" {
+		switch {
+		case uid == 0 && writableDir("/run"):
+			base = "/run/dsh-native"
+		case os.Getenv("XDG_RUNTIME_DIR") != "":
+			base = filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "dsh-native")
+		default:
+			base = filepath.Join(os.TempDir(), "dsh-native-"+strconv.Itoa(uid))
+		}
+	}
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", fmt.Errorf("native: creating state directory: %w", err)
+	}
+	fi, err := os.Lstat(base)
+	if err != nil {
+		return "", fmt.Errorf("native: state directory: %w", err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || st == nil || int(st.Uid) != uid || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("native: state directory %s must be a directory owned by uid %d with mode 0700; remove it and retry", base, uid)
+	}
+	return base, nil
+}
+
+func writableDir(p string) bool { return syscall.Access(p, 2 /* W_OK */) == nil }
+
+// owner identifies a dsh process across pid reuse: its pid and its start
+// time in clock ticks since boot (field 22 of /proc/PID/stat).
+type owner struct {
+	pid   int
+	start uint64
+}
+
+func (o owner) String() string { return fmt.Sprintf("%d-%d", o.pid, o.start) }
+
+func self() (owner, error) {
+	pid := os.Getpid()
+	st, err := startTime(pid)
+	return owner{pid, st}, err
+}
+
+func startTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name may contain spaces and parentheses; fields
+	// after it start behind the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// alive reports whether the process that owned a world still runs.
+func (o owner) alive() bool {
+	st, err := startTime(o.pid)
+	return err == nil && st == o.start
+}
+
+// newWorldID returns "<pid>-<start>-<random>": unique, and naming its
+// owner so a later dsh can tell a leftover from a live world.
+func newWorldID() (string, error) {
+	o, err := self()
+	if err != nil {
+		return "", fmt.Errorf("native: reading own start time: %w", err)
+	}
+	var r [6]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	return o.String() + "-" + hex.EncodeToString(r[:]), nil
+}
+
+// parseWorldID returns the owner encoded in a world id.
+func parseWorldID(id string) (owner, bool) {
+	f := strings.Split(id, "-")
+	if len(f) != 3 {
+		return owner{}, false
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	st, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return owner{}, false
+	}
+	return owner{pid, st}, true
+}
+
+// reap removes what crashed dsh processes left behind: cgroups and state
+// directories of worlds whose owner is gone. Live worlds (this process's
+// or another dsh's) are left alone. It reports what it removed.
+func reap(base string) (removed []string) {
+	for _, id := range leftoverCgroups() {
+		if o, ok := parseWorldID(id); ok && !o.alive() {
+			if cg, err := loadCgroup(id); err == nil {
+				_ = cg.destroy()
+				removed = append(removed, "cgroup "+id)
+			}
+		}
+	}
+	entries, _ := os.ReadDir(base)
+	for _, e := range entries {
+		if o, ok := parseWorldID(e.Name()); ok && !o.alive() {
+			if os.RemoveAll(filepath.Join(base, e.Name())) == nil {
+				removed = append(removed, "state "+e.Name())
+			}
+		}
+	}
+	return removed
+}
