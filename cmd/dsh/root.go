@@ -27,6 +27,7 @@ causes can escape it.`,
 		newPolicyCmd(),
 		newProxyCmd(),
 		newFetchCmd(), newSearchCmd(),
+		newRunCmd(),
 	)
 	return root
 }

@@ -146,7 +146,7 @@ func lookPath(argv0, dir string, env []string) (string, error) {
 	if firstErr != nil {
 		return "", fmt.Errorf("host: %s: %w", argv0, firstErr)
 	}
-	return "", fmt.Errorf("host: %s: %w in PATH %q", argv0, exec.ErrNotFound, pathEnv)
+	return "", fmt.Errorf("host: %w (PATH=%s)", exec.ErrNotFound, pathEnv)
 }
 
 // executable reports why p cannot be executed, or nil.

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/host"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Statuses dsh run exits with when the command itself did not decide.
+const (
+	statusDshFailed     = 125 // dsh could not run the command
+	statusNotExecutable = 126
+	statusNotFound      = 127
+)
+
+func newRunCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARG...]",
+		Short: "Run a command inside a confined execution world",
+		Long: `Run starts an execution world on the workspace (default: the current
+directory, mounted read-write at the same path inside), runs CMD there with
+no implicit shell, streams its stdin, stdout and stderr, and exits with its
+status: its exit code; 128+N when killed by signal N; 124 on timeout;
+125 when dsh itself fails; 126 when CMD is not executable; 127 when it is
+not found.
+
+Processes inside reach the network only through the world's egress proxy,
+under the sandbox policy (config key network; default: deny everything).
+Use --policy and --allow to change it for one run.`,
+		Example: `  dsh run -- make test
+  dsh run --allow proxy.golang.org -- go mod download
+  dsh run --driver docker --image dsh/base:latest -- bash -c 'id; grep Cap /proc/self/status'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: runRun,
+	}
+	f := cmd.Flags()
+	f.String("driver", "", "sandbox driver: native, docker, or host (host needs --unconfined)")
+	f.Bool("unconfined", false, "run on the host WITHOUT any confinement (development only; selects the host driver)")
+	f.String("image", "", "container image of the docker driver")
+	f.String("workspace", "", "workspace directory, mounted read-write (default: current directory)")
+	f.String("memory", "", "memory limit, such as 512MiB or 2G")
+	f.Int("pids", 0, "maximum number of processes")
+	f.Float64("cpus", 0, "CPUs' worth of time, such as 1.5")
+	f.Duration("timeout", 0, "end the command after this long (SIGTERM to its processes, 3s, SIGKILL) and exit 124; 0 means no timeout")
+	f.StringArray("env", nil, "environment entry K=V for the command (repeatable); the host environment never enters")
+	f.Bool("json", false, "print one JSON object with the status and the output tails instead of streaming the output")
+	addPolicyFlags(cmd)
+	bindConfigFlag(cmd, "driver", "sandbox.driver")
+	bindConfigFlag(cmd, "image", "sandbox.image")
+	bindConfigFlag(cmd, "memory", "sandbox.limits.memory")
+	bindConfigFlag(cmd, "pids", "sandbox.limits.pids")
+	bindConfigFlag(cmd, "cpus", "sandbox.limits.cpus")
+	return cmd
+}
+
+// runResult is the --json output.
+type runResult struct {
+	World           string `json:"world"`
+	Driver          string `json:"driver"`
+	Confined        bool   `json:"confined"`
+	ExitCode        int    `json:"exit_code"`
+	Signal          int    `json:"signal,omitempty"`
+	TimedOut        bool   `json:"timed_out,omitempty"`
+	Canceled        bool   `json:"canceled,omitempty"`
+	DurationMs      int64  `json:"duration_ms"`
+	Stdout          string `json:"stdout"`
+	StdoutTotal     int64  `json:"stdout_total_bytes"`
+	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
+	Stderr          string `json:"stderr"`
+	StderrTotal     int64  `json:"stderr_total_bytes"`
+	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+}
+
+func runRun(cmd *cobra.Command, args []string) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return exitf(statusDshFailed, "configuration: %v", err)
+	}
+	driverName, err := pickDriver(cmd, cfg)
+	if err != nil {
+		return exitf(statusDshFailed, "%v", err)
+	}
+	if !confining(driverName) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "dsh: WARNING: --unconfined: the command runs directly on this host with NO confinement -")
+		fmt.Fprintln(cmd.ErrOrStderr(), "dsh: WARNING: it can read and write anything you can, reach any network, and outlive dsh.")
+	}
+	spec, err := runSpec(cmd, cfg)
+	if err != nil {
+		return exitf(statusDshFailed, "%v", err)
+	}
+	egress, err := policyFromFlags(cmd, cfg.Network)
+	if err != nil {
+		return exitf(statusDshFailed, "egress policy: %v", err)
+	}
+	c, err := runCmdSpec(cmd, args)
+	if err != nil {
+		return exitf(statusDshFailed, "%v", err)
+	}
+	backend, err := newDriver(driverName, cfg)
+	if err != nil {
+		return exitf(statusDshFailed, "%v", err)
+	}
+
+	// SIGINT/SIGTERM to dsh end the command the same way a timeout does,
+	// and the world is closed on every path out of here.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	w, err := execworld.Open(ctx, backend, &execworld.Options{Spec: spec, Egress: egress})
+	if err != nil {
+		return exitf(statusDshFailed, "%v", err)
+	}
+	defer w.Close()
+
+	res, err := runInWorld(ctx, w, c)
+	if err != nil {
+		var se *execworld.StartError
+		if errors.As(err, &se) {
+			return exitf(se.ShellCode(), "%v", err)
+		}
+		if res == nil {
+			return exitf(statusDshFailed, "%v", err)
+		}
+	}
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		out := runResult{
+			World: w.ID, Driver: w.Backend(), Confined: confining(driverName),
+			ExitCode: res.ExitCode(), Signal: int(res.Status.Signal),
+			TimedOut: res.TimedOut, Canceled: res.Canceled, DurationMs: res.Duration.Milliseconds(),
+			Stdout: string(res.Stdout.Data), StdoutTotal: res.Stdout.Total, StdoutTruncated: res.Stdout.Truncated,
+			Stderr: string(res.Stderr.Data), StderrTotal: res.Stderr.Total, StderrTruncated: res.Stderr.Truncated,
+		}
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return exitf(statusDshFailed, "writing the result: %v", err)
+		}
+	} else if res.TimedOut {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dsh: %s timed out after %v; its processes were killed\n", c.Argv[0], c.Timeout)
+	}
+	if code := res.ExitCode(); code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+// runInWorld runs c to the end. Run caps timeouts for tools; the CLI lets
+// a command run as long as the user asked (or forever), so it uses Start.
+func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd) (*execworld.Result, error) {
+	r, err := w.Exec.Start(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return r.Wait()
+}
+
+// pickDriver resolves --driver, --unconfined and sandbox.driver. The host
+// driver is never chosen without --unconfined.
+func pickDriver(cmd *cobra.Command, cfg *config.Config) (string, error) {
+	unconfined, _ := cmd.Flags().GetBool("unconfined")
+	explicit := cmd.Flags().Changed("driver")
+	name := cfg.Sandbox.Driver
+	if name == "" {
+		name = "native"
+	}
+	if unconfined {
+		if explicit && name != host.Name {
+			return "", fmt.Errorf("--unconfined runs on the host driver, but --driver %s was given; drop one of them", name)
+		}
+		return host.Name, nil
+	}
+	if name == host.Name {
+		return "", errors.New("the host driver runs commands with no confinement at all; pass --unconfined to accept that, or choose --driver native or docker")
+	}
+	return name, nil
+}
+
+// runSpec builds the sandbox Spec from the configuration and flags.
+func runSpec(cmd *cobra.Command, cfg *config.Config) (*sandbox.Spec, error) {
+	ws, _ := cmd.Flags().GetString("workspace")
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("finding the current directory for the workspace: %w; pass --workspace", err)
+		}
+		ws = wd
+	}
+	abs, err := absDir(ws)
+	if err != nil {
+		return nil, err
+	}
+	spec := sandbox.DefaultSpec(abs)
+	if cfg.Sandbox.Image != "" {
+		spec.Image = cfg.Sandbox.Image
+	}
+	spec.Masks = append(spec.Masks, cfg.Sandbox.Masks...)
+	lim := cfg.Sandbox.Limits
+	if lim.Memory != "" {
+		n, err := config.ParseSize(lim.Memory)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--memory / sandbox.limits.memory %q is not a positive size such as 512MiB", lim.Memory)
+		}
+		spec.Resources.Memory = &specs.LinuxMemory{Limit: &n}
+	}
+	if lim.Pids > 0 {
+		n := int64(lim.Pids)
+		spec.Resources.Pids = &specs.LinuxPids{Limit: &n}
+	}
+	if lim.CPUs > 0 {
+		period := uint64(100000)
+		quota := int64(lim.CPUs * float64(period))
+		spec.Resources.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
+	}
+	return spec, nil
+}
+
+func absDir(p string) (string, error) {
+	if !strings.HasPrefix(p, "/") {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		p = wd + "/" + p
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("workspace %q: %w; create it or pass another --workspace", p, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("workspace %q is not a directory; pass a directory with --workspace", p)
+	}
+	return p, nil
+}
+
+// runCmdSpec builds the command from the arguments and flags.
+func runCmdSpec(cmd *cobra.Command, args []string) (*execworld.Cmd, error) {
+	env, _ := cmd.Flags().GetStringArray("env")
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("--env %q is not KEY=VALUE", kv)
+		}
+	}
+	timeout, _ := cmd.Flags().GetDuration("timeout")
+	if timeout < 0 {
+		return nil, fmt.Errorf("--timeout %v is negative; give a duration such as 30s, or 0 for none", timeout)
+	}
+	c := &execworld.Cmd{Argv: args, Env: env, Timeout: timeout}
+	if asJSON, _ := cmd.Flags().GetBool("json"); !asJSON {
+		c.Stdout, c.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+		// Only the tails of --json are ever read; keep little.
+		c.MaxOutputBytes = 1
+	}
+	if stdinWanted(cmd.InOrStdin()) {
+		c.Stdin = cmd.InOrStdin()
+	}
+	return c, nil
+}
+
+// stdinWanted reports whether dsh's stdin should feed the command: not
+// when it is /dev/null or closed (the command then sees /dev/null).
+func stdinWanted(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	if !ok {
+		return in != nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	if fi.Mode()&os.ModeCharDevice != 0 {
+		// /dev/null is a character device, and so is a terminal; only the
+		// terminal carries input.
+		null, err := os.Stat(os.DevNull)
+		return err != nil || !os.SameFile(fi, null)
+	}
+	return true
+}
