@@ -211,7 +211,7 @@ func (f *Fetcher) failure(parent, ctx context.Context, u *url.URL, hop int, err 
 		return &Error{Code: CodeNetDenied, URL: u.String(), Msg: msg, Err: denied}
 	}
 	if errors.Is(err, netpolicy.ErrInvalidTarget) {
-		return wrapError(CodeInvalidURL, u.String(), err, "cannot fetch %s", where)
+		return wrapError(CodeInvalidURL, u.String(), unwrapURLError(err), "cannot fetch %s", where)
 	}
 	return wrapError(CodeProviderError, u.String(), unwrapURLError(err), "fetch of %s failed", where)
 }
