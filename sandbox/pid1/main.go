@@ -38,7 +38,19 @@ func Main() int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "dsh-init")
-	if err := Serve(JoinConn(os.Stdin, os.Stdout), &ServeOptions{Logger: log}); err != nil {
+	conn := JoinConn(pollable(0, "stdin"), pollable(1, "stdout"))
+	// Asked to stop (docker stop, a driver's SIGTERM): end the session as
+	// if the client had closed it, so everything is killed and reaped.
+	// Without this, Go would exit at once and, outside a pid namespace,
+	// leave the children running.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		sig := <-stop
+		log.Warn("terminating on signal; killing every process", "signal", sig)
+		conn.Close()
+	}()
+	if err := Serve(conn, &ServeOptions{Logger: log}); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh __init:", err)
 		return 1
 	}
@@ -61,4 +73,15 @@ func markCloexec() {
 			unix.CloseOnExec(fd)
 		}
 	}
+}
+
+// pollable returns fd as a file in non-blocking mode, so Go's poller
+// serves it and Close interrupts a pending Read (a blocking descriptor's
+// Read would hold Close off until data arrives). The descriptions behind
+// the init's stdin and stdout belong to it alone.
+func pollable(fd int, name string) *os.File {
+	// If this fails the file still works; only a signal-triggered
+	// shutdown then waits for the client.
+	unix.SetNonblock(fd, true)
+	return os.NewFile(uintptr(fd), name)
 }

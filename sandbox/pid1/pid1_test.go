@@ -240,6 +240,10 @@ func TestInitDeathIsNotEOF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A SIGKILLed init outside a pid namespace cannot clean up; the test
+	// does (the pid is a host pid here).
+	pid := p.(interface{ Pid() int }).Pid()
+	defer syscall.Kill(-pid, syscall.SIGKILL)
 	r := bufio.NewReader(p.Stdout())
 	if line, err := r.ReadString('\n'); err != nil || line != "partial\n" {
 		t.Fatalf("first line %q, %v", line, err)
@@ -352,5 +356,28 @@ func TestStartCancelled(t *testing.T) {
 	cancel()
 	if _, err := ip.client.Start(c, helper("exit", "0")); !errors.Is(err, errCanceled) {
 		t.Errorf("Start with a cancelled context: %v, want %v", err, errCanceled)
+	}
+}
+
+func TestInitSIGTERMKillsEverything(t *testing.T) {
+	ip := startInit(t, nil)
+	p, err := ip.client.Start(ctx(t), helper("escape"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gpid int
+	fmt.Sscan(line, &gpid)
+	start, _, _ := procStat(gpid)
+	ip.cmd.Process.Signal(syscall.SIGTERM)
+	<-ip.waited
+	if procAlive(gpid, start) {
+		t.Errorf("process %d (own session) survived SIGTERM of the init", gpid)
+	}
+	if _, err := p.Wait(); !errors.Is(err, ErrConnLost) {
+		t.Errorf("Wait after the init stopped: %v, want ErrConnLost", err)
 	}
 }
