@@ -246,13 +246,12 @@ func specialRule(s, via *specialRow) string {
 	if via != nil {
 		return "special:" + via.Prefix.String() + ">" + s.Prefix.String()
 	}
-	return "special:" + s.Prefix.String()
+	return s.rule
 }
 
 func specialReason(a netip.Addr, s, via *specialRow, inner netip.Addr) string {
-	what := s.Name + " (" + s.Source + "): " + s.Why
 	if via != nil {
-		what = "an address of " + via.Name + " " + via.Prefix.String() + " embedding " + inner.String() + ", which is " + what
+		return a.String() + " embeds " + inner.String() + " (" + via.Name + " " + via.Prefix.String() + "): " + s.reason
 	}
-	return a.String() + " is " + what + "; allow it only with an IP, IP:port or CIDR allow entry"
+	return s.reason
 }

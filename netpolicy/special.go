@@ -27,6 +27,10 @@ type specialRow struct {
 	Embed embedKind
 	// Why explains, for a denial, what the range is for.
 	Why string
+
+	// rule and reason are Decision.Rule and Decision.Reason for a
+	// denial by this row, built once so deciding does not allocate.
+	rule, reason string
 }
 
 // embedKind is how an IPv6 address carries an IPv4 address.
@@ -122,14 +126,21 @@ var specialV6 = sortRows([]specialRow{
 // the only block IANA allocates as global unicast (IPv6 Address Space
 // registry, RFC 4291 §2.4). Such addresses are reserved by the IETF and
 // cannot be routed on the Internet.
-var reservedV6 = &specialRow{
-	Prefix: netip.MustParsePrefix("::/0"), Name: "reserved by the IETF",
-	Source: "RFC 4291 §2.4 (IANA IPv6 address space)", Why: "outside 2000::/3 global unicast, never routed",
-}
+var reservedV6 = func() *specialRow {
+	r := &sortRows([]specialRow{row("::/0", "IETF-reserved IPv6", "RFC 4291 §2.4 (IANA IPv6 address space)", false,
+		"outside 2000::/3 global unicast, never routed")})[0]
+	r.rule = "special:outside-2000::/3"
+	return r
+}()
 
 var globalUnicastV6 = netip.MustParsePrefix("2000::/3")
 
 func sortRows(rows []specialRow) []specialRow {
+	for i := range rows {
+		r := &rows[i]
+		r.rule = "special:" + r.Prefix.String()
+		r.reason = r.Name + " address (" + r.Source + "): " + r.Why + "; allow it only with an IP, IP:port or CIDR allow entry"
+	}
 	// Most specific first, so the first match is the longest prefix.
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Prefix.Bits() > rows[j].Prefix.Bits() })
 	return rows
