@@ -62,6 +62,8 @@ func testHelper(args []string) int {
 		b, _ := io.ReadAll(resp.Body)
 		fmt.Printf("status %d body %q\n", resp.StatusCode, b)
 		return 0
+	case "unpriv": // unpriv WS: the unprivileged-user checks
+		return unprivHelper(args[1])
 	case "crash": // crash: open a world, start a sleeper, report, wait to be killed
 		return crashHelper(args[1:])
 	}

@@ -30,7 +30,7 @@ const (
 // Descriptors the driver passes to stage 1 (ExtraFiles).
 const (
 	fdSync  = 3 // one byte when the init is in its cgroup; EOF = abort
-	fdReady = 4 // 0x00 when serving; otherwise an error message
+	fdReady = 4 // 0x00 when serving, 0x01 before exec mode's execve; else an error message
 )
 
 // portEnv carries the forwarder's port from stage 1 to stage 2.
@@ -158,6 +158,13 @@ func stage1() error {
 	}
 	if err := loadFilter(prog); err != nil {
 		return err
+	}
+	if len(cfg.Exec) > 0 {
+		// 0x01: set up; the pipe closes on a successful execve, and an
+		// error message follows if it fails.
+		if _, err := unix.Write(fdReady, []byte{1}); err != nil {
+			return fmt.Errorf("reporting readiness: %w", err)
+		}
 	}
 	err = syscall.Exec(path, argv, env)
 	return fmt.Errorf("executing %s: %w", argv[0], err)

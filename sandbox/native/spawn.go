@@ -208,30 +208,36 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	return l, nil
 }
 
-// waitReady reads the init's verdict: 0x00 once stage 2 serves; EOF with
-// nothing read once exec mode executed its command (the pipe closes on
-// execve); anything else is stage 1's error message.
+// waitReady reads the init's verdict: 0x00 once stage 2 serves; in exec
+// mode 0x01 before execve, then EOF when the execve succeeded (the pipe
+// is close-on-exec) or the error message. Anything else — including EOF
+// before any byte, an init that died during setup — is a failure.
 func waitReady(ctx context.Context, r *os.File, serve bool) error {
 	type result struct {
-		b   []byte
-		err error
+		first byte
+		msg   []byte
+		err   error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		var buf bytes.Buffer
 		one := make([]byte, 1)
-		n, err := r.Read(one)
-		if n == 1 && one[0] == 0 {
-			ch <- result{b: one}
+		if n, err := r.Read(one); n == 0 {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			ch <- result{first: 0xff, err: err}
 			return
 		}
-		buf.Write(one[:n])
-		if err == nil {
-			_, err = io.Copy(&buf, io.LimitReader(r, 64<<10))
-		} else if errors.Is(err, io.EOF) {
-			err = nil
+		if one[0] == 0 {
+			ch <- result{first: 0}
+			return
 		}
-		ch <- result{b: buf.Bytes(), err: err}
+		var buf bytes.Buffer
+		if one[0] != 1 {
+			buf.WriteByte(one[0])
+		}
+		_, err := io.Copy(&buf, io.LimitReader(r, 64<<10))
+		ch <- result{first: one[0], msg: buf.Bytes(), err: err}
 	}()
 	select {
 	case <-ctx.Done():
@@ -240,14 +246,14 @@ func waitReady(ctx context.Context, r *os.File, serve bool) error {
 		switch {
 		case res.err != nil:
 			return fmt.Errorf("native: reading the init's status: %w", res.err)
-		case len(res.b) == 1 && res.b[0] == 0:
+		case res.first == 0 && serve:
 			return nil
-		case len(res.b) == 0 && !serve:
+		case res.first == 1 && !serve && len(res.msg) == 0:
 			return nil
-		case len(res.b) == 0:
-			return errors.New("native: the sandbox init exited during setup without a message")
+		case len(res.msg) == 0:
+			return errors.New("native: the sandbox init exited during setup without a message (is the executable dsh, dispatching " + InitArg + "?)")
 		}
-		return initError(string(res.b))
+		return initError(string(res.msg))
 	}
 }
 

@@ -1,0 +1,274 @@
+package native
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+func openWorld(t *testing.T, spec *sandbox.Spec) *instance {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t), Stderr: os.Stderr}).Open(ctx, spec)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in.(*instance)
+}
+
+// run starts argv in the world and returns its stdout, stderr and status.
+func run(t *testing.T, in sandbox.Instance, env []string, argv ...string) (string, string, sandbox.ExitStatus) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := in.Start(ctx, sandbox.ProcessSpec{Argv: argv, Env: env})
+	if err != nil {
+		t.Fatalf("Start(%q): %v", argv, err)
+	}
+	outc, errc := make(chan string, 1), make(chan string, 1)
+	go func() { b, _ := io.ReadAll(p.Stdout()); outc <- string(b) }()
+	go func() { b, _ := io.ReadAll(p.Stderr()); errc <- string(b) }()
+	st, err := p.Wait()
+	if err != nil {
+		t.Fatalf("Wait(%q): %v", argv, err)
+	}
+	return <-outc, <-errc, st
+}
+
+func TestWorldRunsProcessesThroughPID1(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	ws := t.TempDir()
+	spec := sandbox.DefaultSpec(ws)
+	in := openWorld(t, spec)
+	out, _, st := run(t, in, spec.Env, "sh", "-c", "echo $$ $PPID; grep NoNewPrivs /proc/self/status; exit 3")
+	if st.Code != 3 {
+		t.Errorf("exit status = %v, want code 3", st)
+	}
+	if !strings.Contains(out, " 1\n") || !strings.Contains(out, "NoNewPrivs:\t1") {
+		t.Errorf("process is not a confined child of the init:\n%s", out)
+	}
+	// A second process in the same world sees the first one's files.
+	run(t, in, spec.Env, "sh", "-c", "echo shared > /tmp/f")
+	if out, _, _ := run(t, in, spec.Env, "cat", "/tmp/f"); out != "shared\n" {
+		t.Errorf("second process read %q from the world's /tmp, want %q", out, "shared\n")
+	}
+}
+
+// fakeProxy is an egress proxy stand-in: it answers every request itself
+// (never dialling anything) and names the host it was asked for.
+type fakeProxy struct{ srv *http.Server }
+
+func (f *fakeProxy) Serve(l net.Listener) error {
+	f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "proxied %s", r.Host)
+	})}
+	return f.srv.Serve(l)
+}
+
+func TestEgressGoesThroughTheForwarder(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	spec := sandbox.DefaultSpec(t.TempDir())
+	spec.Egress = &fakeProxy{}
+	in := openWorld(t, spec)
+	// The name is never resolved: the proxy answers for it.
+	out, errOut, st := run(t, in, spec.Env, "/proc/self/exe", helperArg, "get", "http://egress-test.invalid/x")
+	if st.Code != 0 || !strings.Contains(out, `status 200 body "proxied egress-test.invalid"`) {
+		t.Errorf("GET through HTTP_PROXY: %v\n%s%s", st, out, errOut)
+	}
+	out, _, _ = run(t, in, spec.Env, "sh", "-c", "env | grep -i _proxy= | sort")
+	want := "HTTPS_PROXY=http://127.0.0.1:3128\nHTTP_PROXY=http://127.0.0.1:3128\nhttp_proxy=http://127.0.0.1:3128\nhttps_proxy=http://127.0.0.1:3128\n"
+	if out != want {
+		t.Errorf("proxy environment = %q, want %q", out, want)
+	}
+}
+
+// worldPids lists the host pids in a world's cgroup (v1 pids hierarchy).
+func worldPids(t *testing.T, id string) []int {
+	b, err := os.ReadFile(filepath.Join(cgroupRoot, "pids", cgroupParent, id, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		n, _ := strconv.Atoi(f)
+		pids = append(pids, n)
+	}
+	return pids
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie is dead for our purposes (nothing runs); its parent reaps it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
+}
+
+func TestCloseKillsEverythingAndRemovesTheCgroup(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("this test reads the v1 pids hierarchy")
+	}
+	spec := sandbox.DefaultSpec(t.TempDir())
+	in := openWorld(t, spec)
+	// Daemonised sleepers in their own sessions: out of reach of any
+	// process-group kill, still inside the world.
+	ctx := context.Background()
+	p, err := in.Start(ctx, sandbox.ProcessSpec{Argv: []string{"sh", "-c", "setsid sleep 1000 & setsid sleep 1000 & echo started"}, Env: spec.Env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(p.Stdout()).ReadString('\n')
+	if line != "started\n" {
+		t.Fatalf("got %q", line)
+	}
+	id := in.l.id
+	var pids []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if pids = worldPids(t, id); len(pids) >= 3 { // init + two sleepers
+			break
+		}
+	}
+	if len(pids) < 3 {
+		t.Fatalf("world cgroup holds %v, want the init and two sleepers", pids)
+	}
+	dir := in.l.dir
+	if err := in.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := in.Close(); err != nil {
+		t.Errorf("second Close = %v, want the first call's nil", err)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %d of the world survived Close", pid)
+		}
+	}
+	for _, c := range v1Controllers {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, c, cgroupParent, id)); err == nil {
+			t.Errorf("cgroup %s/%s/%s survived Close", c, cgroupParent, id)
+		}
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("state directory %s survived Close", dir)
+	}
+	if _, err := in.Start(ctx, sandbox.ProcessSpec{Argv: []string{"true"}}); err != ErrClosed {
+		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestPidsLimitStopsForkBomb(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	spec := sandbox.DefaultSpec(t.TempDir())
+	n := int64(32)
+	spec.Resources.Pids.Limit = &n
+	in := openWorld(t, spec)
+	// Start 60 sleepers; with the limit the shell's forks fail. dash
+	// gives up at the first failure (bash would retry for seconds).
+	_, errOut, st := run(t, in, spec.Env, "sh", "-c", `i=0; while [ $i -lt 60 ]; do sleep 30 </dev/null >/dev/null 2>&1 & i=$((i+1)); done; echo all-forked`)
+	if st.Code == 0 || !strings.Contains(errOut, "Cannot fork") {
+		t.Errorf("fork bomb under pids limit 32: %v, stderr %q; want fork failures", st, errOut)
+	}
+	if unified() {
+		return
+	}
+	cg := filepath.Join(cgroupRoot, "pids", cgroupParent, in.l.id)
+	cur, _ := os.ReadFile(filepath.Join(cg, "pids.current"))
+	if n, err := strconv.Atoi(strings.TrimSpace(string(cur))); err != nil || n > 32 {
+		t.Errorf("pids.current of the world = %q, want at most 32", cur)
+	}
+	ev, _ := os.ReadFile(filepath.Join(cg, "pids.events"))
+	if strings.TrimSpace(string(ev)) == "max 0" {
+		t.Errorf("pids.events = %q: the limit was never hit", ev)
+	}
+}
+
+func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("this test reads the v1 pids hierarchy")
+	}
+	state := stateDir(t)
+	cmd := exec.Command(testExe(t), helperArg, "crash", state)
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	id, ok := strings.CutPrefix(strings.TrimSpace(line), "world ")
+	if !ok {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper said %q", line)
+	}
+	var pids []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if pids = worldPids(t, id); len(pids) >= 2 {
+			break
+		}
+	}
+	if len(pids) < 2 {
+		t.Fatalf("world %s holds %v, want the init and a sleeper", id, pids)
+	}
+	// dsh dies without any chance to clean up.
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !anyAlive(pids) {
+			break
+		}
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %d of the world outlived its dsh", pid)
+		}
+	}
+	// The empty cgroup and the state directory remain until the next
+	// start reaps them.
+	removed := reap(state)
+	if len(removed) == 0 {
+		t.Errorf("reap found nothing to remove after the crash")
+	}
+	for _, c := range v1Controllers {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, c, cgroupParent, id)); err == nil {
+			t.Errorf("cgroup %s/%s/%s survived the next start", c, cgroupParent, id)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, id)); err == nil {
+		t.Errorf("state directory of %s survived the next start", id)
+	}
+}
+
+func anyAlive(pids []int) bool {
+	for _, p := range pids {
+		if alive(p) {
+			return true
+		}
+	}
+	return false
+}

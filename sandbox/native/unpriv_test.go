@@ -1,0 +1,117 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+const unprivUser = "dsh-native-test"
+
+// unprivHelper runs as the unprivileged user: it reports what Open does
+// with limits (no writable cgroup) and without them.
+func unprivHelper(ws string) int {
+	d := New(nil)
+	_, err := d.Open(context.Background(), sandbox.DefaultSpec(ws))
+	fmt.Printf("limits: unavailable=%v err=%v\n", errors.Is(err, ErrUnavailable), err)
+
+	spec := sandbox.DefaultSpec(ws)
+	spec.Resources = nil
+	in, err := d.Open(context.Background(), spec)
+	if err != nil {
+		fmt.Println("open:", err)
+		return 1
+	}
+	defer in.Close()
+	p, err := in.Start(context.Background(), sandbox.ProcessSpec{Env: spec.Env, Argv: []string{"sh", "-c",
+		"echo uid=$(id -u); touch " + ws + "/made-inside && echo ws=writable; touch /etc/x 2>/dev/null || echo etc=readonly; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status"}})
+	if err != nil {
+		fmt.Println("start:", err)
+		return 1
+	}
+	go io.Copy(os.Stderr, p.Stderr())
+	io.Copy(os.Stdout, p.Stdout())
+	st, err := p.Wait()
+	fmt.Println("status:", st, err)
+	r := d.Probe(context.Background())
+	fmt.Printf("probe: userns=%v pivot=%v cgroupWritable=%v trial=%q\n", r.UserNamespaces, r.PivotRoot, r.CgroupWritable, r.TrialError)
+	return 0
+}
+
+func TestUnprivilegedUser(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	useradd := testenv.RequireCommand(t, "useradd")
+	u, err := user.Lookup(unprivUser)
+	if err != nil {
+		if out, err := exec.Command(useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", unprivUser).CombinedOutput(); err != nil {
+			t.Fatalf("useradd: %v: %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("userdel", unprivUser).Run() })
+		if u, err = user.Lookup(unprivUser); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+
+	// The test binary lives in a root-only build directory: give the
+	// user its own copy, and a workspace it owns.
+	dir := hostTempDir(t)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "native.test")
+	src, err := os.ReadFile(testExe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	os.Chown(ws, uid, gid)
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(os.TempDir(), "dsh-native-"+u.Uid)) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, helperArg, "unpriv", ws)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + ws}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper as %s: %v\n%s", unprivUser, err, out)
+	}
+	s := string(out)
+	t.Logf("as %s (uid %d):\n%s", unprivUser, uid, s)
+	for _, want := range []string{
+		"limits: unavailable=true", "run dsh as root",
+		fmt.Sprintf("uid=%d\n", uid), "ws=writable\n", "etc=readonly\n",
+		"CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "NoNewPrivs:\t1\n", "Seccomp:\t2\n",
+		"status: exit status 0 <nil>",
+		"probe: userns=true pivot=true cgroupWritable=false",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("unprivileged run lacks %q", want)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(ws, "made-inside"))
+	if err != nil {
+		t.Fatalf("file made inside the world: %v", err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {
+		t.Errorf("file made inside is owned by uid %d, want the caller's %d", st.Uid, uid)
+	}
+}
