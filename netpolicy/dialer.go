@@ -132,7 +132,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	}
 	var targets []netip.AddrPort
 	for _, a := range addrs {
-		a = a.Unmap()
+		a = a.WithZone("").Unmap()
 		if (network == "tcp4" && !a.Is4()) || (network == "tcp6" && !a.Is6()) {
 			continue
 		}
@@ -148,8 +148,12 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var errs []error
-	for _, t := range targets {
-		c, err := d.dialChecked(ctx, network, host, t, targets)
+	for i, t := range targets {
+		// Share the remaining time among the addresses left, so one
+		// black-holed address cannot use up the whole budget.
+		actx, acancel := context.WithTimeout(ctx, partialTimeout(ctx, len(targets)-i))
+		c, err := d.dialChecked(actx, network, host, t, targets)
+		acancel()
 		if err == nil {
 			return c, nil
 		}
@@ -159,6 +163,21 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		errs = append(errs, err)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// partialTimeout is the share of ctx's remaining time for one of n
+// addresses, at least 2s (or all that is left).
+func partialTimeout(ctx context.Context, n int) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return defaultDialTimeout
+	}
+	left := time.Until(dl)
+	share := left / time.Duration(n)
+	if share < 2*time.Second {
+		share = min(2*time.Second, left)
+	}
+	return share
 }
 
 // dialChecked connects to t, one of the checked addresses. The Control

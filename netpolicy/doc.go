@@ -7,5 +7,33 @@
 // address it checked; the egress Proxy applies a world's Policy to the
 // traffic of the processes inside it.
 //
+// # Special-purpose addresses
+//
+// The table in special.go holds every row of the IANA IPv4 and IPv6
+// Special-Purpose Address Registries with its RFC and reason, plus
+// multicast, class E, limited broadcast, site-local and SIIT. IPv4-mapped
+// addresses are unmapped first; NAT64 (64:ff9b::/96) and 6to4 (2002::/16)
+// addresses are judged by the IPv4 address they embed; IPv6 outside
+// 2000::/3 is reserved. Only an allow entry that is an IP, IP:port or CIDR
+// unlocks a special address — a host name never does, whatever it
+// resolves to. Cloud metadata names and addresses can never be allowed,
+// in any IPv6 disguise.
+//
+// # Hosts
+//
+// Hosts are judged as net/http will dial them: IDNA lookup mapping of
+// runes that map to ASCII (fullwidth digits, ideographic dots, enclosed
+// alphanumerics; the table is generated from golang.org/x/net/idna and
+// tested against it), lower case, one trailing dot dropped. A host whose
+// last label is a number is an IPv4 address in inet_aton form (127.1,
+// 2130706433, 0x7f.0.0.1, 0177.0.0.1) and is judged as that address,
+// never resolved; if it is not a valid one it is invalid. Because this
+// package imports only the standard library it cannot reproduce Punycode
+// conversion exactly, so a host with non-ASCII runes left after mapping
+// is rejected: give internationalised names in their xn-- form.
+// Percent-encoded hosts, zone IDs, userinfo, backslashes, whitespace and
+// control characters are invalid. "localhost" and names under
+// ".localhost" are loopback (RFC 6761) and never resolved.
+//
 // netpolicy imports only the standard library and metrics packages.
 package netpolicy

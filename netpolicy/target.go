@@ -161,7 +161,7 @@ func checkRaw(s string) error {
 	}
 	for i, r := range s {
 		switch {
-		case r == utf8.RuneError && strings.HasPrefix(s[i:], "\xef\xbf\xbd") == false:
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			return invalidf(s, "not valid UTF-8")
 		case r == '\\':
 			return invalidf(s, "backslash (browsers read it as '/'); use '/'")
