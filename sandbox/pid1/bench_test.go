@@ -64,12 +64,12 @@ func BenchmarkRoundTrip(b *testing.B) {
 func BenchmarkStdout(b *testing.B) {
 	const n = 64 << 20
 	exe, _ := os.Executable()
-	args := []string{"1", strconv.Itoa(n), "0"}
+	args := []string{strconv.Itoa(n)}
 	b.Run("baseline=os-exec-pipe", func(b *testing.B) {
 		b.SetBytes(n)
 		for b.Loop() {
 			cmd := exec.Command(exe, args...)
-			cmd.Env = []string{"_DSH_PID1_HELPER=emit"}
+			cmd.Env = []string{"_DSH_PID1_HELPER=blast"}
 			cmd.Stdout = io.Discard
 			if err := cmd.Run(); err != nil {
 				b.Fatal(err)
@@ -78,7 +78,7 @@ func BenchmarkStdout(b *testing.B) {
 	})
 	b.Run("pid1", func(b *testing.B) {
 		ip := startInit(b, nil)
-		spec := helper("emit", args...)
+		spec := helper("blast", args...)
 		b.SetBytes(n)
 		for b.Loop() {
 			p, err := ip.client.Start(b.Context(), spec)

@@ -3,10 +3,9 @@ package pid1
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
-
-	"io"
 
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/hashicorp/yamux"
@@ -30,6 +29,13 @@ func NewClient(conn io.ReadWriteCloser) (*Client, error) {
 	sess, err := yamux.Client(conn, sessionConfig())
 	if err != nil {
 		conn.Close()
+		return nil, fmt.Errorf("pid1: starting session: %w", err)
+	}
+	// The init is the untrusted side and has no reason to open streams.
+	// Refuse them at the session level: yamux would otherwise buffer up
+	// to a window of data for each stream it opened, without bound.
+	if err := sess.GoAway(); err != nil {
+		sess.Close()
 		return nil, fmt.Errorf("pid1: starting session: %w", err)
 	}
 	return &Client{sess: sess}, nil

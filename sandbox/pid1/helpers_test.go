@@ -48,6 +48,17 @@ func runHelper(name string, args []string) int {
 		go func() { os.Stderr.Write(errb); wg.Done() }()
 		wg.Wait()
 		return 0
+	case "blast": // blast N: N bytes to stdout, cheaply
+		n, _ := strconv.Atoi(args[0])
+		chunk := pattern(1, 64<<10)
+		for n > 0 {
+			k := min(n, len(chunk))
+			if _, err := os.Stdout.Write(chunk[:k]); err != nil {
+				return 1
+			}
+			n -= k
+		}
+		return 0
 	case "cat":
 		io.Copy(os.Stdout, os.Stdin)
 		return 0

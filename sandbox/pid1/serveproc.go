@@ -127,7 +127,10 @@ func (s *server) serveProcess(ctl *yamux.Stream, id uint64) {
 // stream and closes the stream.
 func (s *server) forwardOutput(ctl, st *yamux.Stream, pipe *os.File, name string, wg *sync.WaitGroup) {
 	defer wg.Done()
-	n, err := io.Copy(st, pipe)
+	// Big reads make big yamux frames: each Write waits for the session's
+	// send loop, so fewer, larger frames move output several times faster.
+	// (The struct hides os.File's WriteTo, which would copy in 32 KiB.)
+	n, err := io.CopyBuffer(st, struct{ io.Reader }{pipe}, make([]byte, 256<<10))
 	// Closing the read end makes later writers get EPIPE instead of
 	// blocking on a full pipe nobody drains (only after a session loss).
 	pipe.Close()

@@ -15,6 +15,9 @@ import (
 // shell would.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// outputPipeSize is the size asked for stdout and stderr pipes.
+const outputPipeSize = 256 << 10
+
 // childPipes are the init's ends of a started process's stdio.
 type childPipes struct {
 	stdin  *os.File // nil when the process reads /dev/null
@@ -76,6 +79,14 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 	if err != nil {
 		closeAll()
 		return nil, nil, fail(nil, "creating stdio: %v", err)
+	}
+	// Bigger output pipes let each read forward more at once (64 KiB is
+	// the default). Best effort: the limit is a sysctl.
+	// (Not through Fd, which would take the pipe out of the poller.)
+	for _, f := range []*os.File{p.stdout, p.stderr} {
+		if rc, err := f.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, outputPipeSize) })
+		}
 	}
 	attr := &syscall.ProcAttr{
 		Dir:   req.Dir,
