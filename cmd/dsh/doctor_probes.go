@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
 // driverNamesForDoctor lists the drivers doctor reports on, in order.
@@ -12,9 +15,45 @@ func driverNamesForDoctor() []string { return []string{"native", "docker", "host
 // probeDriver asks one driver what it can do on this machine.
 func probeDriver(ctx context.Context, name string, cfg *config.Config) driverReport {
 	switch name {
+	case "native":
+		return probeNative(ctx)
 	case "host":
 		return driverReport{Name: "host", Confines: false, Ready: true,
 			Checks: []check{{Name: "unconfined", OK: true, Detail: "no confinement at all; development only"}}}
 	}
 	return driverReport{Name: name, Confines: true, Problem: "probe not wired yet"}
+}
+
+func probeNative(ctx context.Context) driverReport {
+	r := native.New(nil).Probe(ctx)
+	rep := driverReport{Name: "native", Confines: true, Ready: r.Ready()}
+	add := func(name string, ok bool, detail string) {
+		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
+	}
+	add("user namespaces", r.UserNamespaces, r.UserNSDetail)
+	cg := r.CgroupVersion
+	if len(r.CgroupControllers) > 0 {
+		cg += " (" + strings.Join(r.CgroupControllers, ", ") + ")"
+	}
+	if !r.CgroupWritable {
+		cg += ", not writable by this user"
+	}
+	add("cgroups", r.CgroupWritable, cg)
+	add("seccomp", r.Seccomp, "")
+	landlock := "unavailable (optional)"
+	if r.LandlockABI > 0 {
+		landlock = fmt.Sprintf("ABI %d", r.LandlockABI)
+	}
+	add("landlock", r.LandlockABI > 0, landlock)
+	add("overlayfs", r.Overlayfs, "")
+	trial := fmt.Sprintf("trial sandbox up and down in %v", r.TrialTime.Round(100_000))
+	if r.TrialError != "" {
+		trial = r.TrialError
+	}
+	add("pivot_root", r.PivotRoot, trial)
+	if !rep.Ready {
+		rep.Problem = strings.Join(r.Problems, "; ")
+		rep.Fix = "see each problem above; `dsh doctor --json` lists them for scripts"
+	}
+	return rep
 }
