@@ -221,11 +221,19 @@ func TestDialerRefusesBeforeConnect(t *testing.T) {
 		"loop.test":      mustAddrs("127.0.0.1"),
 		"mapped.test":    mustAddrs("::ffff:127.0.0.1"),
 		"linklocal.test": mustAddrs("fe80::1%lo"),
+		// Public names that point at forbidden addresses.
+		"localtest.me":          mustAddrs("127.0.0.1"),
+		"127.0.0.1.nip.io":      mustAddrs("127.0.0.1"),
+		"a9fea9fe.rbndr.us":     mustAddrs("169.254.169.254"),
+		"metadata.attacker.com": mustAddrs("fd00:ec2::254"),
+		"cgnat.example":         mustAddrs("100.64.0.1"),
+		"nat64.example":         mustAddrs("64:ff9b::c0a8:1"),
 	}
 	p := MustNew(WebDefault())
 	for _, target := range []string{"private.test:443", "meta.test:80", "ula.test:443", "teredo.test:443", "loop.test:80",
 		"mapped.test:80", "linklocal.test:443", "127.1:80", "0x7f000001:80", "[::1]:443", "localhost:80", "x.localhost:443",
-		"metadata.google.internal:80", "169.254.169.254:80", "[::ffff:a9fe:a9fe]:80", "１２７。０。０。１:80", "8.8.8.8:22"} {
+		"metadata.google.internal:80", "169.254.169.254:80", "localtest.me:80", "127.0.0.1.nip.io:80",
+		"a9fea9fe.rbndr.us:80", "metadata.attacker.com:80", "cgnat.example:443", "nat64.example:443", "[::ffff:a9fe:a9fe]:80", "１２７。０。０。１:80", "8.8.8.8:22"} {
 		var log dialLog
 		d := &Dialer{Policy: p, Resolver: stub, OnConnect: log.hook(true), redirect: loopbackOnly(t)}
 		_, err := d.DialContext(context.Background(), "tcp", target)

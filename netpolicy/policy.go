@@ -123,6 +123,11 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 			addr = ha
 		case info.localhost && !addr.IsValid():
 			addr = loopbackV4
+		case info.localhost && !addr.Unmap().IsLoopback():
+			d.Addr = addr
+			d.Stage, d.Rule = StageInvalid, "invalid"
+			d.Reason = "invalid: " + info.name + " is a localhost name (RFC 6761) but the connection is to " + addr.String()
+			return d, true
 		}
 		host = info.name
 	} else if !addr.IsValid() {

@@ -39,6 +39,7 @@ func TestDecisionOrder(t *testing.T) {
 		{"IP allow does not cover NAT64 form", Config{Allow: []string{"10.0.0.1"}}, "", "64:ff9b::a00:1", 80, Deny, "special:64:ff9b::/96>10.0.0.0/8"},
 		{"localhost name is loopback", Config{Default: "public"}, "app.localhost", "", 80, Deny, "special:127.0.0.0/8"},
 		{"localhost name with IP allow", Config{Allow: []string{"127.0.0.1:3000"}}, "localhost", "", 3000, Allow, "allow:127.0.0.1:3000"},
+		{"localhost name with a non-loopback address", Config{Default: "public"}, "localhost", "8.8.8.8", 80, Deny, "invalid"},
 		{"glob allow with port", Config{Allow: []string{"*.example.org:443"}}, "a.b.example.org", "93.184.215.14", 443, Allow, "allow:*.example.org:443"},
 		{"glob allow wrong port", Config{Allow: []string{"*.example.org:443"}}, "a.example.org", "93.184.215.14", 80, Deny, "default:deny"},
 		{"glob does not match apex", Config{Allow: []string{"*.example.org"}}, "example.org", "93.184.215.14", 443, Deny, "default:deny"},
