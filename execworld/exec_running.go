@@ -41,7 +41,8 @@ type Running struct {
 	proc   sandbox.Process
 	out    *tail
 	errOut *tail
-	stdout io.Reader // non-nil with StdoutPipe
+	stdin  io.WriteCloser // non-nil with StdinPipe
+	stdout io.Reader      // non-nil with StdoutPipe
 	grace  time.Duration
 	begin  time.Time
 
@@ -70,6 +71,9 @@ func newRunning(w *World, proc sandbox.Process, c *Cmd, maxOut int, grace time.D
 		begin:  time.Now(),
 		exited: make(chan struct{}),
 		done:   make(chan struct{}),
+	}
+	if c.StdinPipe {
+		r.stdin = proc.Stdin()
 	}
 	if c.Stdin != nil {
 		go func() {
@@ -212,12 +216,7 @@ func (r *Running) terminate() {
 func (r *Running) kill() { r.proc.Signal(syscall.SIGKILL) }
 
 // Stdin is the process's stdin pipe (Cmd.StdinPipe), or nil.
-func (r *Running) Stdin() io.WriteCloser {
-	if r.proc.Stdin() == nil {
-		return nil
-	}
-	return r.proc.Stdin()
-}
+func (r *Running) Stdin() io.WriteCloser { return r.stdin }
 
 // Stdout is the process's stdout (Cmd.StdoutPipe), or nil. Bytes read
 // from it are also kept in the tail.
