@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"mime"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
-	"golang.org/x/text/encoding/unicode"
 )
 
 // Kind is the closed union of fetched bodies.
@@ -69,17 +69,21 @@ const metaScanBytes = 1024
 // Invalid sequences become U+FFFD. cut says the byte cap cut the body, so
 // a character split at the end is dropped rather than shown as U+FFFD.
 func decodeBody(body []byte, ct contentType, cut bool) string {
-	enc := ct.enc
-	if e, _, certain := charset.DetermineEncoding(body, ""); certain {
-		enc = e // BOM: the HTML standard lets it override the header
+	enc, name := ct.enc, ct.encName
+	if e, n, certain := charset.DetermineEncoding(body, ""); certain {
+		enc, name = e, n // BOM: the HTML standard lets it override the header
 	}
 	if enc == nil && ct.kind == KindHTML {
-		enc = metaCharset(body)
+		enc, name = metaCharset(body)
 	}
-	if enc == nil || isUTF8(enc) {
+	// charset.Lookup wraps every encoding, so UTF-8 is known by its name.
+	if enc == nil || name == "utf-8" {
 		body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 		if cut {
 			body = trimPartialRune(body)
+		}
+		if utf8.Valid(body) {
+			return string(body) // the common case: one copy, no rewrite
 		}
 		return strings.ToValidUTF8(string(body), "\uFFFD")
 	}
@@ -98,13 +102,9 @@ func decodeBody(body []byte, ct contentType, cut bool) string {
 	return strings.ToValidUTF8(string(out), "\uFFFD")
 }
 
-func isUTF8(e encoding.Encoding) bool {
-	return e == encoding.Nop || e == unicode.UTF8 || e == unicode.UTF8BOM
-}
-
 // metaCharset finds the charset an HTML document declares for itself in
-// its first 1024 bytes, or nil.
-func metaCharset(body []byte) encoding.Encoding {
+// its first 1024 bytes, and its canonical name; nil if none.
+func metaCharset(body []byte) (encoding.Encoding, string) {
 	if len(body) > metaScanBytes {
 		body = body[:metaScanBytes]
 	}
@@ -112,7 +112,7 @@ func metaCharset(body []byte) encoding.Encoding {
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
-			return nil
+			return nil, ""
 		case html.StartTagToken, html.SelfClosingTagToken:
 			tag, hasAttr := z.TagName()
 			if string(tag) != "meta" {
@@ -147,9 +147,9 @@ func metaCharset(body []byte) encoding.Encoding {
 			if strings.HasPrefix(name, "utf-16") {
 				// A document that could be parsed as ASCII to find this
 				// tag is not UTF-16; the standard says use UTF-8.
-				return encoding.Nop
+				return encoding.Nop, "utf-8"
 			}
-			return enc
+			return enc, name
 		}
 	}
 }

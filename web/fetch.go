@@ -174,8 +174,7 @@ func (f *Fetcher) read(parent, ctx context.Context, u *url.URL, resp *http.Respo
 	if resp.ContentLength > maxBytes {
 		return nil, newError(CodeTooLarge, res.URL, "%s is %d bytes (Content-Length), over the limit of %d bytes", res.URL, resp.ContentLength, maxBytes)
 	}
-	// Read one byte past the cap: a body of exactly maxBytes is whole.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
+	body, err := readCapped(resp.Body, resp.ContentLength, maxBytes)
 	if err != nil {
 		return nil, f.failure(parent, ctx, u, -1, err)
 	}
@@ -224,4 +223,31 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// readCapped reads r to its end or to one byte past max, whichever comes
+// first: a body of exactly max bytes is whole, one byte more is cut. A
+// declared length within the cap sizes the buffer once.
+func readCapped(r io.Reader, declared, max int64) ([]byte, error) {
+	lr := io.LimitReader(r, max+1)
+	if declared <= 0 || declared > max {
+		return io.ReadAll(lr)
+	}
+	buf := make([]byte, 0, declared+1) // +1: room for the read that reports EOF
+	for {
+		if len(buf) == cap(buf) {
+			// The server sent more than it declared (net/http does not
+			// allow that, but a custom Transport might): keep going.
+			rest, err := io.ReadAll(lr)
+			return append(buf, rest...), err
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
