@@ -79,6 +79,16 @@ func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.P
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	req, merr := marshalLine(&message{Start: &startRequest{
+		Version: protoVersion, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
+	}})
+	if merr == nil && len(req) > maxRequestLine {
+		merr = &StartError{Argv0: spec.Argv[0], Dir: spec.Dir, Kind: ErrInvalidSpec,
+			Msg: fmt.Sprintf("argv and env encode to %d bytes, over the %d-byte limit of a start request", len(req), maxRequestLine)}
+	}
+	if merr != nil {
+		return nil, merr
+	}
 	id := c.nextID.Add(1)
 	p := newProcess(c, spec)
 
@@ -105,12 +115,6 @@ func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.P
 		if st := open(kindStdin, nil); st != nil {
 			p.stdin = &stdinPipe{st: st}
 		}
-	}
-	req, merr := marshalLine(&message{Start: &startRequest{
-		Version: protoVersion, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
-	}})
-	if merr != nil && err == nil {
-		err = merr
 	}
 	p.ctl = open(kindControl, req)
 	if err != nil {

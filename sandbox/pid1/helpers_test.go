@@ -59,6 +59,9 @@ func runHelper(name string, args []string) int {
 			n -= k
 		}
 		return 0
+	case "argv": // print the arguments and $X, NUL-separated
+		os.Stdout.WriteString(strings.Join(append(args, os.Getenv("X")), "\x00"))
+		return 0
 	case "cat":
 		io.Copy(os.Stdout, os.Stdin)
 		return 0

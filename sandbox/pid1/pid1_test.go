@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -379,5 +381,33 @@ func TestInitSIGTERMKillsEverything(t *testing.T) {
 	}
 	if _, err := p.Wait(); !errors.Is(err, ErrConnLost) {
 		t.Errorf("Wait after the init stopped: %v, want ErrConnLost", err)
+	}
+}
+
+func TestArgvAndEnvBytesExact(t *testing.T) {
+	ip := startInit(t, nil)
+	dir := filepath.Join(t.TempDir(), "d\xff\xfe")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Not UTF-8, and characters JSON escapes: all must arrive as is.
+	args := []string{"\xff\xc3(", "<&>\u2028", "tab\there", "new\nline", ""}
+	spec := helper("argv", args...)
+	spec.Env = append(spec.Env, "X=\x80\x81 é")
+	spec.Dir = dir
+	out, _, st := run(t, ip.client, spec)
+	want := strings.Join(append(args, "\x80\x81 é"), "\x00")
+	if st.Code != 0 || string(out) != want {
+		t.Errorf("argv printed %q (%v), want %q", out, st, want)
+	}
+}
+
+func TestOversizedRequest(t *testing.T) {
+	ip := startInit(t, nil)
+	spec := helper("exit", "0")
+	spec.Env = append(spec.Env, "BIG="+strings.Repeat("x", maxRequestLine))
+	_, err := ip.client.Start(ctx(t), spec)
+	if !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("Start with a %d-byte env: %v, want ErrInvalidSpec", maxRequestLine, err)
 	}
 }

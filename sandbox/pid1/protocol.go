@@ -59,11 +59,58 @@ type message struct {
 }
 
 type startRequest struct {
+	Version int
+	Argv    []string
+	Dir     string
+	Env     []string
+	Stdin   bool
+}
+
+// wireStart is startRequest on the wire. Arguments, paths and environment
+// values are arbitrary bytes, not necessarily UTF-8, and encoding/json
+// would replace invalid UTF-8 in a string; as []byte (base64) they arrive
+// exactly.
+type wireStart struct {
 	Version int      `json:"v"`
-	Argv    []string `json:"argv"`
-	Dir     string   `json:"dir,omitempty"`
-	Env     []string `json:"env"`
+	Argv    [][]byte `json:"argv"`
+	Dir     []byte   `json:"dir,omitempty"`
+	Env     [][]byte `json:"env"`
 	Stdin   bool     `json:"stdin,omitempty"`
+}
+
+func (r *startRequest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(wireStart{Version: r.Version, Argv: toBytes(r.Argv), Dir: []byte(r.Dir), Env: toBytes(r.Env), Stdin: r.Stdin})
+}
+
+func (r *startRequest) UnmarshalJSON(b []byte) error {
+	var w wireStart
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = startRequest{Version: w.Version, Argv: fromBytes(w.Argv), Dir: string(w.Dir), Env: fromBytes(w.Env), Stdin: w.Stdin}
+	return nil
+}
+
+func toBytes(ss []string) [][]byte {
+	if ss == nil {
+		return nil
+	}
+	bs := make([][]byte, len(ss))
+	for i, s := range ss {
+		bs[i] = []byte(s)
+	}
+	return bs
+}
+
+func fromBytes(bs [][]byte) []string {
+	if bs == nil {
+		return nil
+	}
+	ss := make([]string, len(bs))
+	for i, b := range bs {
+		ss[i] = string(b)
+	}
+	return ss
 }
 
 type startedReply struct {
