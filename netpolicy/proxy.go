@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -95,8 +94,8 @@ type Proxy struct {
 type world struct {
 	name string
 	d    *Dialer
-	tr   *http.Transport // forward requests; dials through d
-	open atomic.Int64    // client connections currently open
+	pool upPool       // kept-alive upstream connections of forwarded requests
+	open atomic.Int64 // client connections currently open
 }
 
 // NewProxy returns a proxy that dials through d, whose Policy is the
@@ -144,7 +143,6 @@ func NewProxy(d *Dialer, opts *ProxyOptions) *Proxy {
 
 func (p *Proxy) newWorld(name string, d *Dialer) *world {
 	w := &world{name: name, d: p.guardDialer(d)}
-	w.tr = p.newTransport(w)
 	return w
 }
 
@@ -355,10 +353,10 @@ func (p *Proxy) closeTransports() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.def != nil {
-		p.def.tr.CloseIdleConnections()
+		p.def.pool.closeAll()
 	}
 	for _, w := range p.worlds {
-		w.tr.CloseIdleConnections()
+		w.pool.closeAll()
 	}
 }
 

@@ -3,11 +3,11 @@ package netpolicy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -44,30 +44,18 @@ func removeHopHeaders(h http.Header) {
 	}
 }
 
-func (p *Proxy) newTransport(w *world) *http.Transport {
-	return &http.Transport{
-		// Never an ambient proxy: this is the proxy.
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-			c, _, err := p.dialTarget(ctx, w, address)
-			return c, err
-		},
-		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    64,
-		IdleConnTimeout:        90 * time.Second,
-		ResponseHeaderTimeout:  p.opts.IdleTimeout,
-		MaxResponseHeaderBytes: int64(p.opts.MaxHeaderBytes),
-		// Pass bodies through as the upstream encoded them.
-		DisableCompression:    true,
-		ExpectContinueTimeout: time.Second,
-	}
-}
-
 // forward serves one absolute-form request and reports whether the client
 // connection may carry another.
-func (cc *clientConn) forward(req *http.Request) bool {
+func (cc *clientConn) forward(req *http.Request) (keepAlive bool) {
 	p := cc.p
-	defer req.Body.Close()
+	defer func() {
+		if !keepAlive {
+			// The connection closes: no point draining the rest of
+			// a body the client may still be sending.
+			cc.c.SetReadDeadline(time.Now())
+		}
+		req.Body.Close()
+	}()
 	rec := cc.newRecord(req.Method)
 
 	u, t, err := cc.forwardTarget(req)
@@ -81,50 +69,45 @@ func (cc *clientConn) forward(req *http.Request) bool {
 	rec.Host, rec.Port, rec.URL = t.Host, t.Port, u.String()
 	target := t.HostPort()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
 	// The request target decides where the request goes and what Host
 	// the upstream sees; the client's Host header is ignored.
-	out := req.Clone(ctx)
-	out.RequestURI = ""
-	out.Host = u.Host // normalised by ParseURL
-	dial := *u
-	dial.Host = target // with the port, as the transport dials it
-	out.URL = &dial
+	out := &http.Request{
+		Method:        req.Method,
+		URL:           u,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        req.Header,
+		Host:          u.Host, // normalised by ParseURL
+		ContentLength: req.ContentLength,
+		Body:          req.Body,
+	}
+	if len(req.TransferEncoding) > 0 {
+		out.TransferEncoding = []string{"chunked"}
+	}
+	expect := strings.EqualFold(req.Header.Get("Expect"), "100-continue")
 	removeHopHeaders(out.Header)
-	out.Close = false
+	out.Header.Del("Expect")
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // Request.Write adds none
+	}
 	var upBytes atomic.Int64
 	if req.Body != nil && req.Body != http.NoBody {
-		out.Body = &countingReader{r: req.Body, n: &upBytes}
+		out.Body = &countingReader{r: req.Body, n: &upBytes, conn: cc.c, idle: p.opts.IdleTimeout}
 	}
-	out = out.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		// Expect: 100-continue goes to the upstream (the policy is
-		// judged at the dial, before it), and its 100 comes back.
-		Got100Continue: func() {
-			io.WriteString(cc.c, "HTTP/1.1 100 Continue\r\n\r\n")
-		},
-		GotConn: func(ci httptrace.GotConnInfo) {
-			// Pooled or new, the connection was judged when dialled;
-			// record the Policy's judgement of where it goes.
-			if ta, ok := ci.Conn.RemoteAddr().(*net.TCPAddr); ok {
-				ap := ta.AddrPort()
-				rec.setDecision(cc.w.d.policy().Decide(t.Host, ap.Addr().Unmap(), ap.Port()))
-			}
-		},
-	}))
+	replayable := out.Body == nil || out.Body == http.NoBody
 
-	resp, err := cc.w.tr.RoundTrip(out)
+	resp, uc, err := cc.roundTrip(rec, out, target, expect, replayable)
 	rec.BytesUp = upBytes.Load()
 	if err != nil {
 		cc.answerDialError(rec, err, target)
 		p.finish(rec, cc.w)
 		return false
 	}
-	defer resp.Body.Close()
 	rec.Status = resp.StatusCode
 
 	keep := !req.Close && req.ProtoAtLeast(1, 1) && !p.closing.Load()
+	upKeep := !resp.Close
 	removeHopHeaders(resp.Header)
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
 	if !req.ProtoAtLeast(1, 1) {
@@ -136,7 +119,7 @@ func (cc *clientConn) forward(req *http.Request) bool {
 	}
 	resp.Close = !keep
 	var downBytes atomic.Int64
-	resp.Body = &countingReader{r: resp.Body, n: &downBytes}
+	resp.Body = &countingReader{r: resp.Body, n: &downBytes, conn: uc.c, idle: p.opts.IdleTimeout}
 	if m := p.opts.Metrics; m != nil {
 		defer func() {
 			up, down := m.byteCounters(cc.w.name)
@@ -159,8 +142,78 @@ func (cc *clientConn) forward(req *http.Request) bool {
 		rec.Error = err.Error()
 		keep = false
 	}
+	// The upstream connection is reusable when its response was read to
+	// the end and neither side asked to close.
+	if err == nil && upKeep && resp.Body.Close() == nil && uc.br.Buffered() == 0 {
+		uc.c.SetReadDeadline(time.Time{})
+		cc.w.pool.put(target, uc)
+	} else {
+		uc.close()
+	}
 	p.finish(rec, cc.w)
 	return keep
+}
+
+// roundTrip sends out to target over a pooled or new upstream connection
+// and reads the response head. A reused connection that the upstream
+// closed while idle is retried once on a new one when the request can be
+// sent again.
+func (cc *clientConn) roundTrip(rec *AuditRecord, out *http.Request, target string, expect, replayable bool) (*http.Response, *upConn, error) {
+	for attempt := 0; ; attempt++ {
+		uc := cc.w.pool.get(target)
+		reused := uc != nil
+		if uc == nil {
+			c, dec, err := cc.p.dialTarget(context.Background(), cc.w, target)
+			if err != nil {
+				return nil, nil, err
+			}
+			uc = newUpConn(c, dec)
+		}
+		rec.setDecision(uc.dec)
+		if expect && attempt == 0 {
+			// The policy has allowed the destination (the connection
+			// exists): let the client send its body.
+			io.WriteString(cc.c, "HTTP/1.1 100 Continue\r\n\r\n")
+		}
+		uc.c.SetDeadline(time.Now().Add(cc.p.opts.IdleTimeout))
+		err := out.Write(uc.bw)
+		if err == nil {
+			err = uc.bw.Flush()
+		}
+		var resp *http.Response
+		if err == nil {
+			resp, err = readFinalResponse(uc.br, out)
+		}
+		if err == nil {
+			uc.c.SetDeadline(time.Time{})
+			return resp, uc, nil
+		}
+		uc.close()
+		if !reused || !replayable || attempt > 0 {
+			return nil, nil, err
+		}
+	}
+}
+
+// readFinalResponse reads the response to req, skipping interim 1xx
+// responses (100 Continue is answered by the proxy itself).
+func readFinalResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			// Upgrade was stripped; an upstream that switches anyway
+			// speaks something this proxy does not carry.
+			resp.Body.Close()
+			return nil, errors.New("upstream switched protocols without being asked")
+		}
+		if resp.StatusCode >= 200 {
+			return resp, nil
+		}
+		resp.Body.Close()
+	}
 }
 
 // forwardTarget checks that req is absolute-form http and returns its URL
@@ -180,13 +233,19 @@ func (cc *clientConn) forwardTarget(req *http.Request) (*url.URL, Target, error)
 	return u, t, nil
 }
 
-// countingReader counts the bytes read through it.
+// countingReader counts the bytes read through it and, when conn is set,
+// gives every read idle time to wait for bytes on conn.
 type countingReader struct {
-	r io.ReadCloser
-	n *atomic.Int64
+	r    io.ReadCloser
+	n    *atomic.Int64
+	conn net.Conn
+	idle time.Duration
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
+	if c.conn != nil {
+		c.conn.SetReadDeadline(time.Now().Add(c.idle))
+	}
 	n, err := c.r.Read(b)
 	c.n.Add(int64(n))
 	return n, err

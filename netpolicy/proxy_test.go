@@ -794,3 +794,91 @@ func TestProxyCloseIsIdempotent(t *testing.T) {
 		t.Errorf("Shutdown after Close = %v", err)
 	}
 }
+
+func TestProxyRetriesPooledConnectionClosedByUpstream(t *testing.T) {
+	// An upstream that answers one request per connection and then closes
+	// it, without saying so: the proxy pools the connection, finds it dead
+	// on the next request, and sends that request again on a new one.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	up := l.Addr().String()
+	env := startProxy(t, Config{Allow: []string{up}}, nil, nil)
+	for i := range 3 {
+		resp, _, _ := send(t, env.addr, "GET http://"+up+"/ HTTP/1.1\r\n\r\n")
+		if b := body(t, resp); resp.StatusCode != 200 || b != "ok" {
+			t.Fatalf("request %d: status %d %q, want 200 ok", i, resp.StatusCode, b)
+		}
+	}
+	if n := accepted.Load(); n < 3 {
+		t.Errorf("upstream accepted %d connections for 3 requests on one-shot connections", n)
+	}
+}
+
+func TestProxyForwardBodies(t *testing.T) {
+	_, up := httpUpstream(t)
+	env := startProxy(t, Config{Allow: []string{up.String()}}, nil, nil)
+	u := "http://" + up.String() + "/"
+
+	t.Run("expect-100-continue", func(t *testing.T) {
+		c, err := net.Dial("tcp", env.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "PUT "+u+" HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+		br := bufio.NewReader(c)
+		// The client sends its body only after the proxy's 100.
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusContinue {
+			t.Fatalf("interim response: %v %v, want 100 Continue", resp, err)
+		}
+		io.WriteString(c, "data")
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s seen
+		json.NewDecoder(resp.Body).Decode(&s)
+		if resp.StatusCode != 200 || s.Body != "data" || s.Header.Get("Expect") != "" {
+			t.Errorf("status %d, upstream saw body %q and Expect %q; want 200, data and no Expect", resp.StatusCode, s.Body, s.Header.Get("Expect"))
+		}
+	})
+	t.Run("chunked", func(t *testing.T) {
+		resp, _, _ := send(t, env.addr, "POST "+u+" HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+		var s seen
+		json.NewDecoder(resp.Body).Decode(&s)
+		if resp.StatusCode != 200 || s.Body != "abcde" {
+			t.Errorf("status %d, upstream saw body %q; want 200 and abcde", resp.StatusCode, s.Body)
+		}
+	})
+	t.Run("http-1.0-client", func(t *testing.T) {
+		resp, _, br := send(t, env.addr, "GET "+u+" HTTP/1.0\r\n\r\n")
+		if resp.StatusCode != 200 || len(resp.TransferEncoding) != 0 {
+			t.Errorf("status %d transfer-encoding %v, want 200 without chunking", resp.StatusCode, resp.TransferEncoding)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("after the response to an HTTP/1.0 client: %v, want the connection closed", err)
+		}
+	})
+}
