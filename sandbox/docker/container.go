@@ -92,13 +92,19 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 	if spec.NoNewPrivileges {
 		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")
 	}
+	// The driver's default filter is docker's default allowlist with the
+	// Spec contract's extra denials (seccomp.go); a Spec's own filter
+	// replaces it.
+	profile, err := defaultProfile()
 	if spec.Seccomp != nil {
-		b, err := json.Marshal(spec.Seccomp)
-		if err != nil {
-			return nil, nil, &specError{"Seccomp", err.Error()}
-		}
-		host.SecurityOpt = append(host.SecurityOpt, "seccomp="+string(b))
+		var b []byte
+		b, err = json.Marshal(spec.Seccomp)
+		profile = string(b)
 	}
+	if err != nil {
+		return nil, nil, &specError{"Seccomp", err.Error()}
+	}
+	host.SecurityOpt = append(host.SecurityOpt, "seccomp="+profile)
 	if p.Network != "none" {
 		// IPv6 link-local addresses would reach the host's listeners on
 		// the bridge without passing the IPv4 firewall.

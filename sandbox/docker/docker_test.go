@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -137,5 +140,30 @@ func TestOpenCloseLeavesNothing(t *testing.T) {
 	}
 	if _, err := w.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"true"}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestSyscallsRefused runs a static probe inside a world: the calls the
+// Spec's contract denies in every driver fail.
+func TestSyscallsRefused(t *testing.T) {
+	w := openWorld(t, baseImage, nil)
+	probe := filepath.Join(w.workspace, "probe")
+	build := exec.Command("go", "build", "-o", probe, "./testdata/probe")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the probe: %v\n%s", err, out)
+	}
+	out, errOut, st := run(t, w, "", probe)
+	if st.Code != 0 {
+		t.Fatalf("probe: %v, stderr %q", st, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, res, _ := strings.Cut(line, ": ")
+		if res == "allowed" {
+			t.Errorf("%s was allowed inside the world", name)
+		}
+	}
+	if n := strings.Count(out, "\n"); n != 5 {
+		t.Errorf("probe printed %d lines, want 5: %q", n, out)
 	}
 }
