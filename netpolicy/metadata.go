@@ -38,3 +38,30 @@ var metadataAddrs = map[netip.Addr]string{
 	netip.MustParseAddr("fd00:ec2::23"):    "AWS EKS pod identity credentials (IPv6)",
 	netip.MustParseAddr("fd20:ce::254"):    "Google Cloud metadata (IPv6)",
 }
+
+// metadataText is Decision.Rule and Reason for each metadata address and
+// name, built once so that denials do not allocate. reason[0] is for the
+// address itself, reason[1] for an address that embeds it.
+type metadataTexts struct {
+	rule   string
+	reason [2]string
+}
+
+var (
+	metadataText = func() map[netip.Addr]metadataTexts {
+		m := map[netip.Addr]metadataTexts{}
+		for a, why := range metadataAddrs {
+			r := a.String() + " is a cloud metadata address (" + why + "); it can never be allowed"
+			m[a] = metadataTexts{rule: "always-deny:" + a.String(), reason: [2]string{r, "the address embeds " + r}}
+		}
+		return m
+	}()
+	metadataNameText = func() map[string]metadataTexts {
+		m := map[string]metadataTexts{}
+		for n, why := range metadataNames {
+			r := n + " is a cloud metadata endpoint (" + why + "); it can never be allowed"
+			m[n] = metadataTexts{rule: "always-deny:" + n, reason: [2]string{r, r}}
+		}
+		return m
+	}()
+)

@@ -139,22 +139,17 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 
 	// 1. always-deny.
 	if host != "" {
-		if why, ok := metadataNames[host]; ok {
-			return p.denied(d, StageAlwaysDeny, "always-deny:"+host,
-				host+" is a cloud metadata endpoint ("+why+"); it can never be allowed"), true
+		if t, ok := metadataNameText[host]; ok {
+			return p.denied(d, StageAlwaysDeny, t.rule, t.reason[0]), true
 		}
 	}
 	var al [3]netip.Addr
 	n := 0
 	if a.IsValid() {
 		al, n = aliases(a)
-		for _, x := range al[:n] {
-			if why, ok := metadataAddrs[x]; ok {
-				reason := x.String() + " is a cloud metadata address (" + why + "); it can never be allowed"
-				if x != a {
-					reason = a.String() + " embeds " + reason
-				}
-				return p.denied(d, StageAlwaysDeny, "always-deny:"+x.String(), reason), true
+		for i, x := range al[:n] {
+			if t, ok := metadataText[x]; ok {
+				return p.denied(d, StageAlwaysDeny, t.rule, t.reason[min(i, 1)]), true
 			}
 		}
 	}
@@ -176,7 +171,7 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 
 	// 3. special-purpose addresses; only an address entry unlocks one.
 	if a.IsValid() {
-		if s, via, inner := classify(a); s != nil {
+		if s, via, _ := classify(a); s != nil {
 			for i := range p.allow {
 				r := &p.allow[i]
 				if r.isAddr() && r.matchPort(port) && r.matchAddr(a) {
@@ -185,7 +180,7 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 					return d, true
 				}
 			}
-			return p.denied(d, StageSpecial, specialRule(s, via), specialReason(a, s, via, inner)), true
+			return p.denied(d, StageSpecial, specialRule(s, via), specialReason(s, via)), true
 		}
 	}
 
@@ -247,16 +242,37 @@ func (p *Policy) addrAllowOnPort(port uint16) bool {
 	return false
 }
 
+// embeddedText holds Decision.Rule and Reason for every pair of an
+// embedding row (NAT64, 6to4) and an IPv4 row, built once so that
+// deciding an embedded address does not allocate.
+var embeddedText = func() map[[2]*specialRow][2]string {
+	m := map[[2]*specialRow][2]string{}
+	for i := range specialV6 {
+		via := &specialV6[i]
+		if via.Embed == embedNone {
+			continue
+		}
+		for j := range specialV4 {
+			s := &specialV4[j]
+			m[[2]*specialRow{via, s}] = [2]string{
+				"special:" + via.Prefix.String() + ">" + s.Prefix.String(),
+				via.Name + " address (" + via.Prefix.String() + ") that embeds a " + s.reason,
+			}
+		}
+	}
+	return m
+}()
+
 func specialRule(s, via *specialRow) string {
 	if via != nil {
-		return "special:" + via.Prefix.String() + ">" + s.Prefix.String()
+		return embeddedText[[2]*specialRow{via, s}][0]
 	}
 	return s.rule
 }
 
-func specialReason(a netip.Addr, s, via *specialRow, inner netip.Addr) string {
+func specialReason(s, via *specialRow) string {
 	if via != nil {
-		return a.String() + " embeds " + inner.String() + " (" + via.Name + " " + via.Prefix.String() + "): " + s.reason
+		return embeddedText[[2]*specialRow{via, s}][1]
 	}
 	return s.reason
 }

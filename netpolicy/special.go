@@ -146,10 +146,45 @@ func sortRows(rows []specialRow) []specialRow {
 	return rows
 }
 
-func lookup(rows []specialRow, a netip.Addr) *specialRow {
+// rowIndex lists, for each possible first byte of an address, the rows
+// (most specific first) that can contain it, so a lookup tests a few
+// prefixes instead of the whole table.
+type rowIndex [256][]*specialRow
+
+func indexRows(rows []specialRow) *rowIndex {
+	var ix rowIndex
 	for i := range rows {
-		if rows[i].Prefix.Contains(a) {
-			return &rows[i]
+		r := &rows[i]
+		first := r.Prefix.Addr().AsSlice()[0]
+		span := 1
+		if b := r.Prefix.Bits(); b < 8 {
+			span = 1 << (8 - b)
+		}
+		for j := 0; j < span; j++ {
+			ix[int(first)+j] = append(ix[int(first)+j], r)
+		}
+	}
+	return &ix
+}
+
+var (
+	indexV4 = indexRows(specialV4)
+	indexV6 = indexRows(specialV6)
+)
+
+// lookup returns the most specific row containing a (unmapped, no zone).
+func lookup(a netip.Addr) *specialRow {
+	ix := indexV6
+	var first byte
+	if a.Is4() {
+		ix = indexV4
+		first = a.As4()[0]
+	} else {
+		first = a.As16()[0]
+	}
+	for _, r := range ix[first] {
+		if r.Prefix.Contains(a) {
+			return r
 		}
 	}
 	return nil
@@ -162,12 +197,12 @@ func lookup(rows []specialRow, a netip.Addr) *specialRow {
 func classify(a netip.Addr) (special, via *specialRow, inner netip.Addr) {
 	a = a.WithZone("").Unmap()
 	if a.Is4() {
-		if r := lookup(specialV4, a); r != nil && !r.Global {
+		if r := lookup(a); r != nil && !r.Global {
 			return r, nil, netip.Addr{}
 		}
 		return nil, nil, netip.Addr{}
 	}
-	r := lookup(specialV6, a)
+	r := lookup(a)
 	if r == nil {
 		if !globalUnicastV6.Contains(a) {
 			return reservedV6, nil, netip.Addr{}
@@ -176,7 +211,7 @@ func classify(a netip.Addr) (special, via *specialRow, inner netip.Addr) {
 	}
 	if r.Embed != embedNone {
 		v4 := embedded(a, r.Embed)
-		if s := lookup(specialV4, v4); s != nil && !s.Global {
+		if s := lookup(v4); s != nil && !s.Global {
 			return s, r, v4
 		}
 		return nil, nil, netip.Addr{}
