@@ -137,7 +137,7 @@ func ParseURL(raw string) (*url.URL, Target, error) {
 		return nil, Target{}, err
 	}
 	t := Target{Scheme: scheme, Host: info.String(), Addr: info.addr, Port: port}
-	out := *u
+	out := u // url.Parse's result is ours to rewrite
 	out.Scheme = scheme
 	h := t.Host
 	if info.addr.Is6() {
@@ -147,7 +147,7 @@ func ParseURL(raw string) (*url.URL, Target, error) {
 		h += ":" + strconv.Itoa(int(port))
 	}
 	out.Host = h
-	return &out, t, nil
+	return out, t, nil
 }
 
 // checkRaw rejects input that parsers disagree about: whitespace, control
