@@ -16,9 +16,9 @@
 //	'i' stdin    client -> init (only when ProcessSpec.Stdin is true)
 //	'c' control  newline-delimited JSON both ways
 //
-// On the control stream the client sends one start request (argv, dir,
-// env, stdin flag, protocol version) and later any number of signal
-// requests; the init answers "started" (with the pid) or a typed start
+// On the control stream the client sends one start request (argv, dir
+// and env as byte strings, so non-UTF-8 bytes arrive exactly; the stdin
+// flag; the protocol version) and later any number of signal requests; the init answers "started" (with the pid) or a typed start
 // error, then "exit" once the process is reaped, an output total per
 // stdout/stderr stream just before closing it (so the client can tell a
 // complete stream from one cut short by a lost connection), and
@@ -37,9 +37,15 @@
 //   - The init owns wait4 for its children: it does not use os/exec's Wait,
 //     so reaping orphans can never steal a direct child's exit status.
 //     As PID 1 (or as a child subreaper) it reaps every zombie.
-//   - When the connection closes or fails, the init SIGKILLs every process
-//     group it started, every descendant it can find (kill(-1) as PID 1),
-//     reaps them, and returns: nothing it started survives it.
+//   - When the connection closes or fails (and, for Main, on SIGTERM,
+//     SIGINT or SIGHUP), the init SIGKILLs every process group it started
+//     and every descendant it can find (kill(-1) as PID 1; its children,
+//     repeatedly, as a subreaper), reaps them, and returns: nothing it
+//     started survives it. A client that closes a process's control stream
+//     early (a cancelled Start) gets that process group killed.
+//   - Signal reaches a process group only. A descendant that moves to a
+//     session or group of its own escapes Signal (not the final kill);
+//     killing a whole tree on timeout is the driver's cgroup's job.
 //
 // The init is the untrusted side: it runs inside the sandbox. The client
 // bounds every message it reads from it and never trusts its pids for

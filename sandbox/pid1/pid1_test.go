@@ -411,3 +411,31 @@ func TestOversizedRequest(t *testing.T) {
 		t.Errorf("Start with a %d-byte env: %v, want ErrInvalidSpec", maxRequestLine, err)
 	}
 }
+
+// TestStreamsReleased checks that finished processes leave no yamux
+// stream behind, so a long-lived world does not grow with every command.
+func TestStreamsReleased(t *testing.T) {
+	ip := startInit(t, nil)
+	for i := range 20 {
+		spec := helper("cat")
+		spec.Stdin = i%2 == 0
+		p, err := ip.client.Start(ctx(t), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Stdin {
+			p.Stdin().Write([]byte("x"))
+			p.Stdin().Close()
+		}
+		collect(t, p)
+	}
+	// A stdin the caller never closes, of a process that never reads it.
+	spec := helper("exit", "0")
+	spec.Stdin = true
+	p, err := ip.client.Start(ctx(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, p)
+	eventually(t, "every stream to be released", func() bool { return ip.client.sess.NumStreams() == 0 })
+}

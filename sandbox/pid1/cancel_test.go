@@ -1,0 +1,79 @@
+package pid1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/hashicorp/yamux"
+)
+
+// TestStartCancelWhileWaiting uses a peer that reads the start request
+// and never answers: cancelling ctx must end Start, and close the control
+// stream so that a real init would kill the process it may have started.
+func TestStartCancelWhileWaiting(t *testing.T) {
+	a, b := net.Pipe()
+	sess, err := yamux.Server(b, sessionConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	gotRequest := make(chan struct{})
+	ctlClosed := make(chan struct{})
+	go func() {
+		for {
+			st, err := sess.AcceptStream()
+			if err != nil {
+				return
+			}
+			go func() {
+				hdr := make([]byte, headerSize)
+				if _, err := io.ReadFull(st, hdr); err != nil || hdr[0] != kindControl {
+					return
+				}
+				var m message
+				if readMessage(bufio.NewReader(st), maxRequestLine, &m) != nil || m.Start == nil {
+					return
+				}
+				close(gotRequest)
+				io.Copy(io.Discard, st) // until the client closes the stream
+				close(ctlClosed)
+			}()
+		}
+	}()
+
+	c, err := NewClient(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-gotRequest
+		cancel()
+	}()
+	if _, err := c.Start(cctx, shell("true")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Start cancelled while waiting for the init: %v, want context.Canceled", err)
+	}
+	<-ctlClosed
+}
+
+// TestAbandonedControlKillsProcess: when the client closes a process's
+// control stream early (what a cancelled Start does), the init kills the
+// process group.
+func TestAbandonedControlKillsProcess(t *testing.T) {
+	ip := startInit(t, nil)
+	p, err := ip.client.Start(ctx(t), shell("exec sleep 1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.(*process).ctl.Close()
+	st, err := p.Wait()
+	if err != nil || st.Signal != syscall.SIGKILL {
+		t.Errorf("Wait after abandoning the control stream: %v, %v; want killed by SIGKILL", st, err)
+	}
+}
