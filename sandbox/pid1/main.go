@@ -17,8 +17,11 @@ const Arg = "__init"
 
 // Main runs the init over its own stdin and stdout as one connection and
 // returns the process exit status: 0 when the client closed the
-// connection, 1 when the transport failed. Diagnostics go to stderr; set
-// DSH_INIT_LOG=debug for more of them.
+// connection, 1 when the transport failed. SIGTERM, SIGINT and SIGHUP end
+// it like a closed connection: everything is killed and reaped first.
+// Outside a pid namespace it makes itself a child subreaper, so orphans
+// stay within its reach. Diagnostics go to stderr; set DSH_INIT_LOG=debug
+// for more of them.
 func Main() int {
 	// Descriptors the init inherited beyond stdio (a driver's socket, a
 	// leaked fd of the runtime) must not reach the processes it starts.
