@@ -10,9 +10,16 @@ type Config struct {
 	// Default "public". Empty means any port.
 	Ports []int
 	// Allow entries: host, *.host, host:port, *.host:port, IP, IP:port,
-	// [IPv6]:port, CIDR, or * (anything) and *:port.
+	// [IPv6]:port, CIDR, or * (anything) and *:port. "*.example.org"
+	// matches names below example.org, not example.org itself. Only IP,
+	// IP:port and CIDR entries can allow a special-purpose address; a
+	// host entry never unlocks a private address its name resolves to.
+	// Addresses are written canonically (127.0.0.1, not 127.1) and CIDRs
+	// without host bits.
 	Allow []string
-	// Deny entries, in the same forms as Allow.
+	// Deny entries, in the same forms as Allow. An address or CIDR entry
+	// also denies the IPv6 forms that carry the address (mapped, NAT64,
+	// 6to4, Teredo, compatible, SIIT).
 	Deny []string
 }
 
