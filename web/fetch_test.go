@@ -449,23 +449,6 @@ func TestFetchCallerCancel(t *testing.T) {
 	}
 }
 
-func TestFetchEqualBudgetsAreTold(t *testing.T) {
-	// The caller's budget and the fetch's own are equal: the reference
-	// raced them. The cause, not the clock, decides: the caller's
-	// cancellation is ABORTED even if the own deadline has passed too.
-	srv := stallServer(t, nil)
-	f, _ := newTestFetcher(t, FetchOptions{Timeout: 20 * time.Millisecond}, []string{srv.hostPort()}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	_, err := f.Fetch(ctx, srv.URL+"/head")
-	if c := CodeOf(err); c != CodeAborted && c != CodeTimeout {
-		t.Errorf("equal budgets: %v, want %s or %s", err, CodeAborted, CodeTimeout)
-	}
-	if ctx.Err() != nil && CodeOf(err) != CodeAborted {
-		t.Errorf("the caller's deadline had passed, but the error is %v, want %s", err, CodeAborted)
-	}
-}
-
 func TestFetchNetworkFailure(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	hp := srv.Listener.Addr().String()
