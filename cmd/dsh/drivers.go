@@ -8,6 +8,7 @@ import (
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/sandbox/host"
+	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
 // driverFactory builds a sandbox driver from the effective configuration.
@@ -16,7 +17,8 @@ type driverFactory func(cfg *config.Config) (execworld.Backend, error)
 // drivers maps a driver name (--driver, sandbox.driver) to its factory.
 // Each driver adds its own line.
 var drivers = map[string]driverFactory{
-	"host": func(*config.Config) (execworld.Backend, error) { return host.New(), nil },
+	"host":   func(*config.Config) (execworld.Backend, error) { return host.New(), nil },
+	"native": func(*config.Config) (execworld.Backend, error) { return native.New(nil), nil },
 }
 
 // confining reports whether the named driver confines its processes.

@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"os"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -28,42 +29,60 @@ const (
 		secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
 )
 
-// dropPrivileges confines the calling OS thread, which must be locked and
-// must call execve next: credentials are per thread, and with cgo linked
-// Go cannot change those of every thread, so only this thread (the one
-// execve keeps) is confined. Every step uses raw syscalls on this thread.
+// syscaller makes one syscall: on the calling thread only (threadSyscall)
+// or on every thread of the process (syscall.AllThreadsSyscall).
+type syscaller func(trap, a1, a2, a3 uintptr) (r1, r2 uintptr, err syscall.Errno)
+
+func threadSyscall(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
+	return unix.RawSyscall(trap, a1, a2, a3)
+}
+
+// allThreadsAvailable reports whether credentials can be changed on every
+// thread at once: Go can do it unless cgo is linked (dsh is built with
+// CGO_ENABLED=0; test binaries often are not).
+func allThreadsAvailable() bool {
+	_, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_GET_NO_NEW_PRIVS, 0, 0)
+	return e != syscall.ENOTSUP
+}
+
+// dropPrivileges confines threads through sys. With threadSyscall the
+// calling OS thread must be locked and must call execve next: credentials
+// are per thread, and with cgo linked Go cannot change those of every
+// thread, so only the thread execve keeps is confined. With
+// syscall.AllThreadsSyscall every thread is, and the init may go on
+// without execve.
 //
 // Order matters: the bounding set and securebits need CAP_SETPCAP, so
 // they go before the identity change and the capset that remove it.
-func dropPrivileges(uid, gid uint32, groups []uint32) error {
+func dropPrivileges(sys syscaller, uid, gid uint32, groups []uint32) error {
 	for c := 0; c <= lastCap; c++ {
-		if _, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 {
+		if _, _, e := sys(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 {
 			if e == unix.EINVAL {
 				break
 			}
 			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, e)
 		}
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, securebits, 0); e != 0 {
+	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, securebits, 0); e != 0 {
 		return fmt.Errorf("locking securebits: %w", e)
 	}
-	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 {
+	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); e != 0 {
 		return fmt.Errorf("clearing ambient capabilities: %w", e)
 	}
-	if err := setIdentity(uid, gid, groups); err != nil {
+	if err := setIdentity(sys, uid, gid, groups); err != nil {
 		return err
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData // all zero: no effective, permitted or inheritable capability
-	if _, _, e := unix.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+	if _, _, e := sys(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
 		return fmt.Errorf("clearing capabilities: %w", e)
 	}
-	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
+	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); e != 0 {
 		return fmt.Errorf("setting no_new_privs: %w", e)
 	}
 	// Changing the euid cleared the parent-death signal; the sandbox must
 	// still die with dsh.
-	if _, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0); e != 0 {
+	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0); e != 0 {
 		return fmt.Errorf("setting the parent-death signal: %w", e)
 	}
 	return nil
@@ -72,20 +91,20 @@ func dropPrivileges(uid, gid uint32, groups []uint32) error {
 // setIdentity switches this thread to uid/gid. The supplementary groups
 // are replaced only where the user namespace allows setgroups (a root
 // caller); an unprivileged caller's map denies it and keeps none mapped.
-func setIdentity(uid, gid uint32, groups []uint32) error {
+func setIdentity(sys syscaller, uid, gid uint32, groups []uint32) error {
 	if setgroupsAllowed() {
 		var p unsafe.Pointer
 		if len(groups) > 0 {
 			p = unsafe.Pointer(&groups[0])
 		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(p), 0); e != 0 {
+		if _, _, e := sys(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(p), 0); e != 0 {
 			return fmt.Errorf("setting supplementary groups: %w", e)
 		}
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+	if _, _, e := sys(unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
 		return fmt.Errorf("setting gid %d: %w", gid, e)
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+	if _, _, e := sys(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
 		return fmt.Errorf("setting uid %d: %w", uid, e)
 	}
 	return nil

@@ -50,8 +50,8 @@ func init() {
 }
 
 // InitMain runs the init stage named by os.Args and returns the process
-// exit status. It returns only on failure; success ends in execve or in
-// pid1.Serve.
+// exit status: success ends in execve, or in serving pid1 until the
+// driver closes the connection.
 func InitMain() int {
 	stage := ""
 	if len(os.Args) > 2 {
@@ -59,9 +59,12 @@ func InitMain() int {
 	}
 	switch stage {
 	case "":
-		err := stage1()
-		reportFailure(err)
-		return 125
+		// stage1 returns nil only after serving in-process.
+		if err := stage1(); err != nil {
+			reportFailure(err)
+			return 125
+		}
+		return 0
 	case stageServe:
 		if err := stage2(); err != nil {
 			reportFailure(err)
@@ -148,15 +151,27 @@ func stage1() error {
 	if err := unix.CloseRange(fdSync, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("marking descriptors close-on-exec: %w", err)
 	}
+	if len(cfg.Exec) == 0 && allThreadsAvailable() {
+		// Every thread can be confined at once: serve from this
+		// process, saving the second start of the binary.
+		if err := dropPrivileges(syscall.AllThreadsSyscall, cfg.UID, cfg.GID, cfg.Groups); err != nil {
+			return err
+		}
+		if err := loadFilter(prog, true); err != nil {
+			return err
+		}
+		os.Clearenv()
+		return serve(cfg.ProxyPort, cfg.Egress != "")
+	}
 	if len(cfg.Exec) == 0 {
 		if _, err := unix.FcntlInt(fdReady, unix.F_SETFD, 0); err != nil {
 			return fmt.Errorf("passing the ready pipe: %w", err)
 		}
 	}
-	if err := dropPrivileges(cfg.UID, cfg.GID, cfg.Groups); err != nil {
+	if err := dropPrivileges(threadSyscall, cfg.UID, cfg.GID, cfg.Groups); err != nil {
 		return err
 	}
-	if err := loadFilter(prog); err != nil {
+	if err := loadFilter(prog, false); err != nil {
 		return err
 	}
 	if len(cfg.Exec) > 0 {
@@ -190,15 +205,24 @@ func lookPath(file string, env []string) (string, error) {
 	return "", fmt.Errorf("executable %q not found in PATH", file)
 }
 
-// stage2 is the confined init: it serves the egress forwarder and pid1.
+// stage2 is the confined init after execve: it serves the egress
+// forwarder and pid1.
 func stage2() error {
+	port, _ := strconv.Atoi(os.Getenv(portEnv))
+	os.Clearenv()
+	return serve(port, port != 0)
+}
+
+// serve runs the confined init: the egress forwarder (with egress) and
+// pid1 over stdin/stdout. It reports readiness first.
+func serve(port int, egress bool) error {
 	// Not dumpable: processes of the sandbox (same uid, no capabilities)
 	// cannot open /proc/1/exe, /proc/1/fd or ptrace-attach the init.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("making the init non-dumpable: %w", err)
 	}
-	if p := os.Getenv(portEnv); p != "" {
-		l, err := net.Listen("tcp", "127.0.0.1:"+p)
+	if egress {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			return fmt.Errorf("egress forwarder: %w", err)
 		}

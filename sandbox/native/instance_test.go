@@ -272,3 +272,51 @@ func anyAlive(pids []int) bool {
 	}
 	return false
 }
+
+// Every thread of the init itself is confined, whichever way it got
+// there: execve from one confined thread (cgo linked) or all threads at
+// once (no cgo, as dsh is built).
+func TestInitThreadsAreConfined(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	spec := sandbox.DefaultSpec(t.TempDir())
+	in := openWorld(t, spec)
+	out, errOut, st := run(t, in, spec.Env, "sh", "-c", `tr '\0' ' ' </proc/1/cmdline; echo
+for s in /proc/1/task/*/status; do grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' $s; done | sort | uniq -c`)
+	if st.Code != 0 {
+		t.Fatalf("%v: %s", st, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	cmdline := lines[0]
+	if wantServe := !allThreadsAvailable(); strings.HasSuffix(cmdline, stageServe+" ") != wantServe {
+		t.Errorf("init command line %q; re-executed stage 2 = %v, want %v", cmdline, !wantServe, wantServe)
+	}
+	threads := 0
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		n, _ := strconv.Atoi(f[0])
+		if threads == 0 {
+			threads = n
+		}
+		if n != threads {
+			t.Errorf("only %d of %d threads of the init have %q", n, threads, strings.Join(f[1:], " "))
+		}
+		switch f[1] {
+		case "NoNewPrivs:":
+			if f[2] != "1" {
+				t.Errorf("init thread: %s", l)
+			}
+		case "Seccomp:":
+			if f[2] != "2" {
+				t.Errorf("init thread: %s", l)
+			}
+		default:
+			if f[2] != "0000000000000000" {
+				t.Errorf("init thread: %s", l)
+			}
+		}
+	}
+	if threads < 2 || len(lines) != 7 {
+		t.Errorf("init threads report:\n%s", out)
+	}
+}

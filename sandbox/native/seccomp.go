@@ -90,11 +90,19 @@ var auditArch = map[string]uint32{
 	"arm64": unix.AUDIT_ARCH_AARCH64,
 }
 
-// loadFilter installs prog on the calling thread only. Stage 1 calls it
-// on the locked thread that then executes stage 2, which inherits it.
-func loadFilter(prog []unix.SockFilter) error {
+// loadFilter installs prog on the calling thread, or with allThreads on
+// every thread of the process (SECCOMP_FILTER_FLAG_TSYNC). Without it,
+// stage 1 calls it on the locked thread that then calls execve.
+func loadFilter(prog []unix.SockFilter, allThreads bool) error {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+	var flags uintptr
+	if allThreads {
+		flags = unix.SECCOMP_FILTER_FLAG_TSYNC
+	}
+	if r, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog))); e != 0 || r != 0 {
+		if e == 0 {
+			e = unix.EBUSY // TSYNC names a thread it could not synchronise
+		}
 		return &unavailableError{Step: "install the seccomp filter", Err: e, Fix: "the kernel needs CONFIG_SECCOMP_FILTER; use --driver docker"}
 	}
 	return nil
