@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/execworld/execworldtest"
@@ -38,4 +39,49 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCommandRoundTripInterleaved alternates the two in one loop, so
+// that both see the same machine load (this machine is shared and noisy),
+// and reports each one's time per command and their ratio.
+func BenchmarkCommandRoundTripInterleaved(b *testing.B) {
+	w, _ := execworldtest.NewWorld(b, nil)
+	ctx := context.Background()
+	base := func() {
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		if _, err := cmd.Output(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	world := func() {
+		res, err := w.Exec.Run(ctx, &execworld.Cmd{Argv: []string{"/bin/true"}})
+		if err != nil || res.ExitCode() != 0 {
+			b.Fatal(err)
+		}
+	}
+	var tBase, tWorld time.Duration
+	i := 0
+	for b.Loop() {
+		// Alternate the order too, so neither always runs first.
+		first, second := base, world
+		if i%2 == 1 {
+			first, second = world, base
+		}
+		t0 := time.Now()
+		first()
+		t1 := time.Now()
+		second()
+		t2 := time.Now()
+		if i%2 == 0 {
+			tBase, tWorld = tBase+t1.Sub(t0), tWorld+t2.Sub(t1)
+		} else {
+			tWorld, tBase = tWorld+t1.Sub(t0), tBase+t2.Sub(t1)
+		}
+		i++
+	}
+	b.ReportMetric(float64(tWorld.Nanoseconds())/float64(i), "execworld-ns/cmd")
+	b.ReportMetric(float64(tBase.Nanoseconds())/float64(i), "osexec-ns/cmd")
+	b.ReportMetric(float64(tWorld)/float64(tBase), "ratio")
 }
