@@ -134,9 +134,15 @@ type initProc struct {
 // attributes (namespaces).
 func startInit(t testing.TB, sys *syscall.SysProcAttr) *initProc {
 	t.Helper()
+	return startInitCmd(t, func(cmd *exec.Cmd) { cmd.SysProcAttr = sys })
+}
+
+// startInitCmd is startInit with a hook to adjust the init's command.
+func startInitCmd(t testing.TB, adjust func(*exec.Cmd)) *initProc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "_DSH_PID1_SERVE=1")
-	cmd.SysProcAttr = sys
+	adjust(cmd)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -438,4 +439,37 @@ func TestStreamsReleased(t *testing.T) {
 	}
 	collect(t, p)
 	eventually(t, "every stream to be released", func() bool { return ip.client.sess.NumStreams() == 0 })
+}
+
+// TestCleanSignalState: the init handles SIGPIPE, SIGTERM, SIGCHLD...
+// itself; its children must start with no signal ignored or blocked, or
+// pipelines like `yes | head -1` would behave differently inside.
+func TestCleanSignalState(t *testing.T) {
+	ip := startInit(t, nil)
+	out, _, st := run(t, ip.client, shell(`grep -E '^Sig(Ign|Blk):' /proc/self/status`))
+	want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+	if st.Code != 0 || string(out) != want {
+		t.Errorf("signal state of a child of the init:\n%s(%v)\nwant\n%s", out, st, want)
+	}
+}
+
+// TestOnlyStdioInherited: a child holds fds 0, 1 and 2 and nothing else —
+// in particular no descriptor of the init's control connection, which
+// would let code inside the sandbox speak for dsh.
+func TestOnlyStdioInherited(t *testing.T) {
+	// The init itself inherits a descriptor without close-on-exec (as a
+	// runtime or a driver might leave one); it must not pass it on.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	ip := startInitCmd(t, func(cmd *exec.Cmd) { cmd.ExtraFiles = []*os.File{r} })
+	// The glob's own directory descriptor is closed again by the time the
+	// loop tests each entry.
+	out, _, st := run(t, ip.client, shell(`for f in /proc/$$/fd/*; do [ -e "$f" ] && printf '%s ' "${f##*/}"; done; echo`))
+	if st.Code != 0 || string(out) != "0 1 2 \n" {
+		t.Errorf("descriptors of a child of the init: %q (%v), want \"0 1 2\"", out, st)
+	}
 }
