@@ -16,7 +16,7 @@ import (
 // own addresses (the gateway, docker0, the host's other interfaces) are
 // local to the host and still answer a world: a listener on 0.0.0.0 or on
 // the docker bridge would be reachable. Every packet that enters the host
-// from a world bridge ("dsh-*") goes to the chain DSH-INPUT, which accepts
+// from a world bridge ("br-dsh*") goes to the chain DSH-INPUT, which accepts
 // only TCP to that world's proxy port on its own gateway and rejects
 // everything else. Rules carry the comment "dsh:<world id>" so Reap can
 // find the rules of a crashed dsh.

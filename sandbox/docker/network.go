@@ -18,14 +18,16 @@ type worldNetwork struct {
 	Gateway netip.Addr // the host's address on the bridge; the proxy listens here
 }
 
-// bridgeName is the host interface of a world's bridge: "dsh-" and ten
+// bridgeName is the host interface of a world's bridge: "br-dsh" and nine
 // hex digits of the world id (interface names are at most 15 bytes). The
-// firewall matches every world's bridge with the prefix "dsh-".
+// firewall matches every world's bridge with the prefix "br-dsh"; "br-"
+// is docker's own prefix for bridges of user-defined networks, so tools
+// that recognise engine bridges recognise these.
 func bridgeName(worldID string) string {
-	return bridgePrefix + worldID[:10]
+	return bridgePrefix + worldID[:9]
 }
 
-const bridgePrefix = "dsh-"
+const bridgePrefix = "br-dsh"
 
 // createNetwork makes the world's network: a bridge marked internal, so
 // docker adds no route out and no masquerading, with inter-container

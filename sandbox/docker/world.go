@@ -66,7 +66,11 @@ func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Proce
 	if p.Dir == "" {
 		p.Dir = w.workspace
 	}
-	return w.init.Start(ctx, p)
+	proc, err := w.init.Start(ctx, p)
+	if err != nil {
+		return nil, startError(err)
+	}
+	return proc, nil
 }
 
 // Close kills every process (closing the init's connection makes it
