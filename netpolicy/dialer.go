@@ -92,6 +92,11 @@ func (d *Dialer) Check(ctx context.Context, host string, port uint16) (Decision,
 	}
 	var first Decision
 	for i, a := range addrs {
+		if !a.IsValid() {
+			// A resolver that answers with nothing usable fails closed.
+			return Decision{Verdict: Deny, Stage: StageInvalid, Rule: "resolve", Host: info.name, Port: port,
+				Reason: "the resolver returned an invalid address for " + info.name}, addrs, nil
+		}
 		dec := p.Decide(info.name, a, port)
 		if dec.Verdict != Allow {
 			if len(addrs) > 1 {

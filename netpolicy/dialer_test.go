@@ -349,3 +349,11 @@ func TestStubResolverFamilies(t *testing.T) {
 		t.Error("unknown name resolved")
 	}
 }
+
+func TestCheckInvalidResolverAnswerFailsClosed(t *testing.T) {
+	d := &Dialer{Policy: MustNew(Config{Default: "public"}), Resolver: StubResolver{"bad.test": {netip.MustParseAddr("1.1.1.1"), {}}}, redirect: loopbackOnly(t)}
+	dec, _, err := d.Check(context.Background(), "bad.test", 443)
+	if err != nil || dec.Verdict != Deny {
+		t.Errorf("Check with an invalid answer = %v %s, %v; want deny", dec.Verdict, dec.Reason, err)
+	}
+}
