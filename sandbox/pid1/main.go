@@ -26,6 +26,16 @@ func Main() int {
 	// Descriptors the init inherited beyond stdio (a driver's socket, a
 	// leaked fd of the runtime) must not reach the processes it starts.
 	markCloexec()
+	// The processes it runs share its uid. Not dumpable, the init's
+	// /proc/<pid>/{fd,mem,environ} are closed to them and it cannot be
+	// ptrace-attached without CAP_SYS_PTRACE: otherwise a process could
+	// reopen the init's stdin/stdout through /proc/<pid>/fd and speak on
+	// the control connection. execve resets the flag, so the children stay
+	// dumpable and debuggable themselves.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh __init: making the init non-dumpable:", err)
+		return 1
+	}
 	// A write to a closed stdout must come back as EPIPE, so Serve can
 	// clean up; without a handler, Go would die of SIGPIPE and, outside a
 	// pid namespace, leave the children running. Notify (unlike Ignore)

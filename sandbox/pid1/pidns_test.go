@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -119,3 +120,47 @@ func children(pid int) []string {
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestInitNotDumpable runs the init as an unprivileged user, as in a
+// container: a process it starts (same uid, no capabilities) must not
+// reach the init's /proc entries, through which it could reopen the
+// control connection.
+func TestInitNotDumpable(t *testing.T) {
+	testenv.RequireRoot(t)
+	// t.TempDir's parent is private to root; this one must be reachable.
+	dir, err := os.MkdirTemp("", "dsh-pid1-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "init.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const nobody = 65534
+	ip := startInitCmd(t, func(cmd *exec.Cmd) {
+		cmd.Path = exe
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	})
+	for _, tc := range []struct {
+		script string
+		code   int
+	}{
+		{`test "$(id -u)" = 65534 && cat /proc/$$/environ >/dev/null`, 0}, // its own: readable
+		{`cat /proc/$PPID/environ`, 1},                                    // the init's: not
+		{`ls /proc/$PPID/fd`, 2},
+		{`echo x >/proc/$PPID/fd/1`, 2},
+	} {
+		_, errb, st := run(t, ip.client, shell(tc.script))
+		if st.Code != tc.code {
+			t.Errorf("%s: %v, want exit %d (stderr %q)", tc.script, st, tc.code, errb)
+		}
+	}
+}
