@@ -7,6 +7,7 @@ import (
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/sandbox/docker"
 	"github.com/dsh-dev/dsh/sandbox/host"
 	"github.com/dsh-dev/dsh/sandbox/native"
 )
@@ -17,6 +18,7 @@ type driverFactory func(cfg *config.Config) (execworld.Backend, error)
 // drivers maps a driver name (--driver, sandbox.driver) to its factory.
 // Each driver adds its own line.
 var drivers = map[string]driverFactory{
+	"docker": func(*config.Config) (execworld.Backend, error) { return docker.New(nil) },
 	"host":   func(*config.Config) (execworld.Backend, error) { return host.New(), nil },
 	"native": func(*config.Config) (execworld.Backend, error) { return native.New(nil), nil },
 }
