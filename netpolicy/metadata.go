@@ -51,8 +51,11 @@ var (
 	metadataText = func() map[netip.Addr]metadataTexts {
 		m := map[netip.Addr]metadataTexts{}
 		for a, why := range metadataAddrs {
-			r := a.String() + " is a cloud metadata address (" + why + "); it can never be allowed"
-			m[a] = metadataTexts{rule: "always-deny:" + a.String(), reason: [2]string{r, "the address embeds " + r}}
+			tail := "a cloud metadata address (" + why + "); it can never be allowed"
+			m[a] = metadataTexts{rule: "always-deny:" + a.String(), reason: [2]string{
+				a.String() + " is " + tail,
+				"the address embeds " + a.String() + ", " + tail,
+			}}
 		}
 		return m
 	}()
