@@ -39,8 +39,9 @@ default: public addresses on ports 80 and 443). A target without scheme
 or port is judged for port 443.
 
 Exit status: 0 all allowed, 1 any denied, 2 usage error or invalid target.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: runPolicyCheck,
+		Args:                  cobra.MinimumNArgs(1),
+		RunE:                  runPolicyCheck,
+		DisableFlagsInUseLine: true,
 	}
 	addPolicyFlags(cmd)
 	cmd.Flags().StringArray("resolve", nil, "pin a name to addresses, no DNS: HOST=IP[,IP...] (repeatable)")

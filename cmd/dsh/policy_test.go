@@ -125,7 +125,7 @@ func TestPolicyCheckPolicyFileAndAllowFlag(t *testing.T) {
 func TestPolicyCheckBadPolicyFile(t *testing.T) {
 	dir := t.TempDir()
 	for name, tt := range map[string]struct{ body, want string }{
-		"unknown key":   {"default: deny\nallows: [x]\n", "field allows not found"},
+		"unknown key":   {"default: deny\nallows: [x]\n", `unknown key "allows"`},
 		"bad entry":     {"default: deny\nallow: [\"10.0.0.1/8\"]\n", "did you mean 10.0.0.0/8"},
 		"no default":    {"allow: [example.org]\n", `missing "default"`},
 		"empty":         {"", "empty"},

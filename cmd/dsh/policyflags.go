@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -69,7 +71,7 @@ func readPolicyFile(path string) (policyFile, error) {
 		if errors.Is(err, io.EOF) {
 			return pf, fmt.Errorf("policy file %s is empty; it needs at least \"default: deny\" or \"default: public\"", path)
 		}
-		return pf, fmt.Errorf("policy file %s: %w (allowed keys: default, ports, allow, deny)", path, err)
+		return pf, fmt.Errorf("policy file %s: %s (allowed keys: default, ports, allow, deny)", path, yamlProblems(err))
 	}
 	var extra any
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -79,4 +81,25 @@ func readPolicyFile(path string) (policyFile, error) {
 		return pf, fmt.Errorf("policy file %s: missing \"default\" (deny or public)", path)
 	}
 	return pf, nil
+}
+
+// yamlProblems words the decoder's errors for a user: yaml.v3 names Go
+// types ("field x not found in type main.policyFile"), which mean nothing
+// to someone editing the file.
+func yamlProblems(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range te.Errors {
+		if i := strings.Index(e, ": field "); i >= 0 && strings.Contains(e, " not found in type ") {
+			field := e[i+len(": field "):]
+			field = field[:strings.Index(field, " not found in type ")]
+			e = e[:i] + ": unknown key " + strconv.Quote(field)
+		}
+		e = strings.ReplaceAll(e, "main.policyFile", "a policy")
+		out = append(out, e)
+	}
+	return strings.Join(out, "; ")
 }
