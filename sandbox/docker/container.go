@@ -121,6 +121,14 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.ResolvConf, Target: resolvConfPath, ReadOnly: true})
 	}
 	for i, m := range spec.Mounts {
+		if filepath.Clean(m.Destination) == filepath.Clean(spec.Workspace) {
+			if m.Type == "tmpfs" {
+				// A workspace at /tmp is already the writable /tmp; a
+				// tmpfs there would hide it.
+				continue
+			}
+			return nil, nil, &specError{fmt.Sprintf("Mounts[%d] (%s)", i, m.Destination), "mounted over the workspace"}
+		}
 		if err := addMount(host, m); err != nil {
 			return nil, nil, &specError{fmt.Sprintf("Mounts[%d] (%s)", i, m.Destination), err.Error()}
 		}

@@ -158,3 +158,17 @@ func TestMergeEnvLaterWins(t *testing.T) {
 		t.Errorf("mergeEnv = %v, want %v", got, want)
 	}
 }
+
+func TestContainerConfigWorkspaceAtTmpKeepsWorkspace(t *testing.T) {
+	spec := sandbox.DefaultSpec("/tmp")
+	_, host, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d", Network: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := host.Tmpfs["/tmp"]; ok {
+		t.Errorf("Tmpfs = %v: a tmpfs over the workspace /tmp would hide it", host.Tmpfs)
+	}
+	if !slices.ContainsFunc(host.Mounts, func(m mount.Mount) bool { return m.Target == "/tmp" && m.Source == "/tmp" && !m.ReadOnly }) {
+		t.Errorf("Mounts = %+v, want the workspace /tmp bound read-write", host.Mounts)
+	}
+}

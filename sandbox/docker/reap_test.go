@@ -1,0 +1,78 @@
+package docker
+
+import (
+	"net"
+	"os/exec"
+	"testing"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// deadPID returns the pid of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestReapRemovesLeftoversOfDeadOwnerOnly: at a new driver's first Open, a world whose owner process is
+// gone (a crashed dsh) is removed with its network and firewall rule; a
+// world whose owner runs is left alone.
+func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
+	cli := newClient(t)
+	requireImage(t, cli, fixtureImage)
+	open := func(d *Driver) *world {
+		spec := sandbox.DefaultSpec(workspace(t))
+		spec.Image = fixtureImage
+		spec.Egress = &stubEgress{conns: make(chan net.Addr, 1)}
+		inst, err := d.Open(deadline(t), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := inst.(*world)
+		cleanupWorld(t, cli, w)
+		return w
+	}
+	live := open(rawDriver(t, "cat"))
+	crashed := rawDriver(t, "cat")
+	crashed.owner.pid = deadPID(t)
+	dead := open(crashed)
+	if left := worldResources(t, cli, dead.id); len(left) != 3 {
+		t.Fatalf("the dead owner's world has %v, want a container, a network and a rule", left)
+	}
+
+	// A new dsh reaps at its first Open.
+	open(rawDriver(t, "cat"))
+	if left := worldResources(t, cli, dead.id); len(left) > 0 {
+		t.Errorf("after Reap, the dead owner's world still has %v", left)
+	}
+	if left := worldResources(t, cli, live.id); len(left) != 3 {
+		t.Errorf("after Reap, the live owner's world has %v, want its container, network and rule", left)
+	}
+}
+
+func TestOwnerGone(t *testing.T) {
+	me := self()
+	if ownerGone(me.labels("w", nil), me.host) {
+		t.Error("ownerGone(this process) = true")
+	}
+	dead := me
+	dead.pid = deadPID(t)
+	if !ownerGone(dead.labels("w", nil), me.host) {
+		t.Error("ownerGone(exited process) = false")
+	}
+	reused := me
+	reused.start = "1" // same pid, another start time: the pid was reused
+	if !ownerGone(reused.labels("w", nil), me.host) {
+		t.Error("ownerGone(pid reused by another process) = false")
+	}
+	if ownerGone(dead.labels("w", nil), "another-host") {
+		t.Error("ownerGone(owner on another host) = true; another host's resources are not ours to judge")
+	}
+	if ownerGone(map[string]string{LabelManaged: "true"}, me.host) {
+		t.Error("ownerGone(no owner labels) = true")
+	}
+}
