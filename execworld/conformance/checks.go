@@ -276,7 +276,7 @@ func checkDirectTCP(ctx context.Context, s *suite) error {
 			l.l.Close()
 		}
 	}()
-	for _, h := range append([]string{"127.0.0.1"}, s.opts.ListenHosts...) {
+	for _, h := range s.listenHosts() {
 		l, err := listenTCP(net.JoinHostPort(h, "0"), token)
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", h, err)
@@ -318,6 +318,7 @@ func checkDirectTCP(ctx context.Context, s *suite) error {
 	if err != nil {
 		return err
 	}
+	s.logf("dialled directly: %s", strings.Join(out, "; "))
 	if c := withPrefix(out, "connected"); len(c) > 0 {
 		return fmt.Errorf("direct TCP connections succeeded: %s", strings.Join(c, "; "))
 	}
@@ -325,6 +326,31 @@ func checkDirectTCP(ctx context.Context, s *suite) error {
 		return fmt.Errorf("probe tried %d of %d targets: %v", n, len(targets), out)
 	}
 	return nil
+}
+
+// listenHosts are the host addresses the suite listens on for the direct
+// TCP and DNS checks: loopback, Options.ListenHosts, and the IPv4 address
+// of every container-engine bridge on this host (docker0, br-*), which
+// are this host's own addresses on networks containers can route to.
+func (s *suite) listenHosts() []string {
+	hosts := append([]string{"127.0.0.1"}, s.opts.ListenHosts...)
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		if !isBridge(ifc.Name) {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !slices.Contains(hosts, ipn.IP.String()) {
+				hosts = append(hosts, ipn.IP.String())
+			}
+		}
+	}
+	return hosts
+}
+
+func isBridge(name string) bool {
+	return strings.HasPrefix(name, "br-") || strings.HasPrefix(name, "docker")
 }
 
 // proxyHost is the host part of HTTP_PROXY inside w, when it is an
@@ -348,7 +374,7 @@ func proxyHost(ctx context.Context, w *world) (string, bool) {
 	}
 	ifs, _ := net.Interfaces()
 	for _, ifc := range ifs {
-		if !strings.HasPrefix(ifc.Name, "br-") && !strings.HasPrefix(ifc.Name, "docker") {
+		if !isBridge(ifc.Name) {
 			continue
 		}
 		addrs, _ := ifc.Addrs()
@@ -383,10 +409,10 @@ func safeOtherWorldTarget(addr string) bool {
 		for _, ad := range addrs {
 			if ipn, ok := ad.(*net.IPNet); ok && ipn.IP.Equal(a.AsSlice()) {
 				// One of this host's own addresses: only engine bridges.
-				return strings.HasPrefix(ifc.Name, "br-") || strings.HasPrefix(ifc.Name, "docker")
+				return isBridge(ifc.Name)
 			}
 			if ipn, ok := ad.(*net.IPNet); ok && ipn.Contains(a.AsSlice()) &&
-				(strings.HasPrefix(ifc.Name, "br-") || strings.HasPrefix(ifc.Name, "docker") || strings.HasPrefix(ifc.Name, "veth")) {
+				(isBridge(ifc.Name) || strings.HasPrefix(ifc.Name, "veth")) {
 				return true
 			}
 		}
@@ -400,7 +426,7 @@ func checkResolution(ctx context.Context, s *suite) error {
 		return err
 	}
 	var problems []string
-	for _, h := range append([]string{"127.0.0.1"}, s.opts.ListenHosts...) {
+	for _, h := range s.listenHosts() {
 		u, err := listenUDP(net.JoinHostPort(h, "0"))
 		if err != nil {
 			return fmt.Errorf("listening for DNS on %s: %w", h, err)
@@ -411,6 +437,7 @@ func checkResolution(ctx context.Context, s *suite) error {
 		if err != nil {
 			return err
 		}
+		s.logf("resolve via %s: %s", server, strings.Join(out, "; "))
 		if len(withPrefix(out, "failed")) != 1 {
 			problems = append(problems, fmt.Sprintf("lookup via %s: %v", server, out))
 		}

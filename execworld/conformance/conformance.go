@@ -33,8 +33,8 @@ type Options struct {
 	// small limits. If nil, sandbox.DefaultSpec is used.
 	Spec func(workspace string) *sandbox.Spec
 	// ListenHosts are extra host addresses (IP literals) where the suite
-	// starts listeners that no world may reach directly, such as the
-	// docker bridge gateway. Host loopback is always covered.
+	// starts listeners that no world may reach directly. Host loopback
+	// and the address of every docker0/br-* bridge are always covered.
 	ListenHosts []string
 	// Dir is where the suite makes workspaces and fake secrets. It must
 	// be a host directory outside /tmp (which drivers replace with a
@@ -53,7 +53,7 @@ func Run(t *testing.T, backend execworld.Backend, opts Options) {
 	s := setup(t, backend, opts)
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
-			if err := s.run(c); err != nil {
+			if err := s.run(t, c); err != nil {
 				t.Error(err)
 			}
 		})
@@ -85,6 +85,9 @@ type suite struct {
 	deniedHits      atomic.Int64
 	allowToken      string
 	audit           *syncBuffer
+
+	// logf logs for the check that is running (checks run one at a time).
+	logf func(format string, args ...any)
 
 	mu   sync.Mutex // guards main
 	main *world     // the shared world, opened on first use
@@ -163,9 +166,12 @@ func setup(t *testing.T, backend execworld.Backend, opts Options) *suite {
 	return s
 }
 
-func (s *suite) run(c check) error {
+// run runs one check; its log lines go to t.
+func (s *suite) run(t testing.TB, c check) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()
+	s.logf = t.Logf
+	defer func() { s.logf = nil }()
 	return c.run(ctx, s)
 }
 

@@ -19,7 +19,7 @@ func TestChecksDetectAnUnconfinedDriver(t *testing.T) {
 	_, sockErr := os.Stat("/var/run/docker.sock")
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
-			err := s.run(c)
+			err := s.run(t, c)
 			wantFail := c.confines
 			if c.name == "DockerSocketAbsent" && sockErr != nil {
 				wantFail = false // nothing to find on this host
