@@ -22,7 +22,8 @@ type AuditRecord struct {
 	// request could be read.
 	Method string `json:"method,omitempty"`
 	// Host and Port are the requested destination, as normalised for
-	// dialling. URL is the forwarded request's absolute URL.
+	// dialling. URL is the forwarded request's absolute URL without its
+	// query (which often carries credentials).
 	Host string `json:"host,omitempty"`
 	Port uint16 `json:"port,omitempty"`
 	URL  string `json:"url,omitempty"`

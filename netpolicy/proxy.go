@@ -174,7 +174,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 			return err
 		}
 		backoff = 0
-		cc := &clientConn{p: p, c: c, start: time.Now()}
+		cc := &clientConn{p: p, c: c}
 		if !p.trackConn(cc) {
 			c.Close()
 			return ErrProxyClosed

@@ -28,7 +28,6 @@ const (
 type clientConn struct {
 	p     *Proxy
 	c     net.Conn
-	start time.Time
 	w     *world
 	state atomic.Int32
 	br    *bufio.Reader
@@ -53,7 +52,7 @@ func (cc *clientConn) serve() {
 	cc.w = p.worldOf(cc.c.RemoteAddr())
 	if cc.w == nil {
 		rec := cc.newRecord("")
-		rec.Verdict, rec.Reason = "deny", "unknown client"
+		rec.Verdict, rec.Reason, rec.Status = verdictDenyName, "unknown client", http.StatusForbidden
 		cc.writeError(http.StatusForbidden, rec.Reason,
 			"dsh proxy: connection from "+cc.client()+" belongs to no execution world\n")
 		p.finish(rec, nil)
@@ -68,7 +67,7 @@ func (cc *clientConn) serve() {
 	}
 	if open > int64(p.opts.MaxConnsPerWorld) {
 		rec := cc.newRecord("")
-		rec.Verdict, rec.Reason = "deny", "connection limit"
+		rec.Verdict, rec.Reason, rec.Status = verdictDenyName, "connection limit", http.StatusServiceUnavailable
 		cc.writeError(http.StatusServiceUnavailable, rec.Reason, fmt.Sprintf(
 			"dsh proxy: world %q already has %d connections open (limit %d); close some and retry\n",
 			cc.w.name, open-1, p.opts.MaxConnsPerWorld))
@@ -146,20 +145,21 @@ func (cc *clientConn) client() string {
 // badRequest answers a request that could not be read.
 func (cc *clientConn) badRequest(err error) {
 	rec := cc.newRecord("")
-	rec.Verdict = "deny"
+	rec.Verdict, rec.Status = verdictDenyName, http.StatusBadRequest
 	if cc.lr.N <= 0 {
+		rec.Status = http.StatusRequestHeaderFieldsTooLarge
 		rec.Reason = "request headers too large"
-		cc.writeError(http.StatusRequestHeaderFieldsTooLarge, rec.Reason, fmt.Sprintf(
+		cc.writeError(rec.Status, rec.Reason, fmt.Sprintf(
 			"dsh proxy: request headers exceed %d bytes\n", cc.p.opts.MaxHeaderBytes))
 	} else {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			rec.Reason = "request headers timed out"
+			rec.Reason, rec.Status = "request headers timed out", http.StatusRequestTimeout
 		} else {
 			rec.Reason = "malformed request"
 		}
 		rec.Error = err.Error()
-		cc.writeError(http.StatusBadRequest, rec.Reason, "dsh proxy: "+rec.Reason+": "+err.Error()+"\n")
+		cc.writeError(rec.Status, rec.Reason, "dsh proxy: "+rec.Reason+": "+err.Error()+"\n")
 	}
 	cc.p.finish(rec, cc.w)
 }

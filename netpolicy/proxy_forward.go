@@ -66,7 +66,12 @@ func (cc *clientConn) forward(req *http.Request) (keepAlive bool) {
 		p.finish(rec, cc.w)
 		return false
 	}
-	rec.Host, rec.Port, rec.URL = t.Host, t.Port, u.String()
+	rec.Host, rec.Port = t.Host, t.Port
+	// The audit keeps the path but not the query, where credentials and
+	// tokens tend to travel.
+	logged := *u
+	logged.RawQuery, logged.ForceQuery, logged.Fragment, logged.RawFragment = "", false, "", ""
+	rec.URL = logged.String()
 	target := t.HostPort()
 
 	// The request target decides where the request goes and what Host

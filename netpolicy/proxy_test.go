@@ -449,6 +449,11 @@ func TestProxyHostHeaderCannotRedirect(t *testing.T) {
 	if got := env.connects.list(); len(got) != 1 || got[0] != up {
 		t.Errorf("connects = %v, want exactly one, to %v", got, up)
 	}
+	for _, r := range env.waitRecords(t, 2) {
+		if r["verdict"] == "allow" && r["url"] != "http://"+up.String()+"/x" {
+			t.Errorf("audit url = %v, want http://%s/x (the target's path, without the query)", r["url"], up)
+		}
+	}
 }
 
 func TestProxyForwardStripsHopByHopAndKeepsAlive(t *testing.T) {
