@@ -195,7 +195,7 @@ func (e *Exec) dir(d string) (string, error) {
 	fsys := e.w.FS
 	fd, err := fsys.openat2(d, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return "", fmt.Errorf("%w: working directory %q: %w; it must be a directory inside the workspace %s", ErrInvalidCmd, d, err, fsys.Root())
+		return "", fmt.Errorf("%w: working directory %q must be a directory inside the workspace %s: %w", ErrInvalidCmd, d, fsys.Root(), err)
 	}
 	defer unix.Close(fd)
 	rel, err := fsys.realRel(fd)

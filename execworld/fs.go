@@ -77,7 +77,7 @@ func (f *FS) rel(name string) (string, error) {
 			return ".", nil
 		}
 		if !strings.HasPrefix(clean, f.root+"/") {
-			return "", ErrEscape
+			return "", &escapeError{errno: unix.EXDEV, why: "it is an absolute path outside the workspace " + f.root}
 		}
 		name = clean[len(f.root)+1:]
 	}
@@ -174,15 +174,26 @@ func (f *FS) realRel(fd int) (string, error) {
 }
 
 // mapErrno turns the errno values RESOLVE_BENEATH reports for escapes into
-// ErrEscape, keeping the errno for errors.Is.
+// errors that match ErrEscape and say what happened (EXDEV's own text,
+// "invalid cross-device link", would only confuse).
 func mapErrno(err error) error {
 	switch err {
 	case unix.EXDEV:
-		return fmt.Errorf("%w (%v)", ErrEscape, err)
+		return &escapeError{errno: unix.EXDEV, why: "it leads outside the workspace (through .., an absolute path or a symlink); use a path inside the workspace"}
 	case unix.ELOOP:
-		return fmt.Errorf("%w: a magic link or too many symlinks (%v)", ErrEscape, err)
+		return &escapeError{errno: unix.ELOOP, why: "it goes through a magic link (/proc/*/root, /proc/*/fd/*) or too many symlinks; use a plain path inside the workspace"}
 	}
 	// Other errnos keep their identity: errors.Is(err, fs.ErrNotExist)
 	// and friends work on syscall.Errno.
 	return err
 }
+
+// escapeError is a path the kernel refused to resolve beneath the root.
+type escapeError struct {
+	errno unix.Errno
+	why   string
+}
+
+func (e *escapeError) Error() string        { return e.why }
+func (e *escapeError) Is(target error) bool { return target == ErrEscape }
+func (e *escapeError) Unwrap() error        { return e.errno }
