@@ -86,6 +86,20 @@ type runResult struct {
 }
 
 func runRun(cmd *cobra.Command, args []string) error {
+	err := runRunCmd(cmd, args)
+	var ee *exitError
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON && errors.As(err, &ee) && ee.msg != "" {
+		// dsh failed before the command could report: --json readers still
+		// get one object, with the status dsh exits with and why.
+		writeJSON(cmd.OutOrStdout(), struct {
+			ExitCode int    `json:"exit_code"`
+			Error    string `json:"error"`
+		}{ee.code, ee.msg})
+	}
+	return err
+}
+
+func runRunCmd(cmd *cobra.Command, args []string) error {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return exitf(statusDshFailed, "configuration: %v", err)

@@ -83,4 +83,14 @@ func TestRunStreamsAndJSON(t *testing.T) {
 	if strings.Contains(res.Stdout, "DSH_TEST_HOST_SECRET") {
 		t.Fatalf("the host environment entered the command: %q", res.Stdout)
 	}
+
+	// dsh's own failure is one JSON object too.
+	code, stdout, _ = dshRun(t, "--unconfined", "--json", "--", "dsh-no-such-program")
+	var fail struct {
+		ExitCode int    `json:"exit_code"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &fail); err != nil || code != 127 || fail.ExitCode != 127 || !strings.Contains(fail.Error, "not found") {
+		t.Fatalf("--json start failure: exit %d, %q (%v)", code, stdout, err)
+	}
 }
