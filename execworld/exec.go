@@ -58,7 +58,8 @@ type Cmd struct {
 	// StdoutPipe (Start only) makes the process's stdout readable through
 	// Running.Stdout instead; the reader applies back-pressure (a language
 	// server waits until its output is read). Bytes read are also kept in
-	// the tail. Not allowed together with Stdout.
+	// the tail, so the Result's stdout tail holds what had been read when
+	// the process exited. Not allowed together with Stdout.
 	StdoutPipe bool
 	// MaxOutputBytes is the tail kept of each stream. If zero,
 	// DefaultMaxOutputBytes.

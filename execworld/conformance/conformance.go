@@ -32,6 +32,10 @@ type Options struct {
 	// The suite then adds its masks and, for the limit checks, its own
 	// small limits. If nil, sandbox.DefaultSpec is used.
 	Spec func(workspace string) *sandbox.Spec
+	// Image, if set, replaces the Spec's image (docker driver).
+	Image string
+	// Masks are added to the Spec's masks (the suite adds its own too).
+	Masks []string
 	// ListenHosts are extra host addresses (IP literals) where the suite
 	// starts listeners that no world may reach directly. Host loopback
 	// and the address of every docker0/br-* bridge are always covered.
@@ -184,7 +188,10 @@ func (s *suite) spec(ws string) *sandbox.Spec {
 		spec = sandbox.DefaultSpec(ws)
 	}
 	spec.Workspace = ws
-	for _, m := range []string{s.secretDir, "~/.ssh", "~/.aws", "~/.docker"} {
+	if s.opts.Image != "" {
+		spec.Image = s.opts.Image
+	}
+	for _, m := range append([]string{s.secretDir, "~/.ssh", "~/.aws", "~/.docker"}, s.opts.Masks...) {
 		if !slices.Contains(spec.Masks, m) {
 			spec.Masks = append(spec.Masks, m)
 		}
