@@ -95,7 +95,7 @@ type proxyEnv struct {
 
 // startProxy serves a proxy for policy c on a loopback port; names
 // resolve only through stub.
-func startProxy(t *testing.T, c Config, stub StubResolver, opts *ProxyOptions) *proxyEnv {
+func startProxy(t testing.TB, c Config, stub StubResolver, opts *ProxyOptions) *proxyEnv {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,7 +104,7 @@ func startProxy(t *testing.T, c Config, stub StubResolver, opts *ProxyOptions) *
 	return startProxyOn(t, l, c, stub, opts)
 }
 
-func startProxyOn(t *testing.T, l net.Listener, c Config, stub StubResolver, opts *ProxyOptions) *proxyEnv {
+func startProxyOn(t testing.TB, l net.Listener, c Config, stub StubResolver, opts *ProxyOptions) *proxyEnv {
 	t.Helper()
 	pol, err := New(c)
 	if err != nil {
@@ -884,6 +884,53 @@ func TestProxyForwardBodies(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		if _, err := br.ReadByte(); err != io.EOF {
 			t.Errorf("after the response to an HTTP/1.0 client: %v, want the connection closed", err)
+		}
+	})
+}
+
+// FuzzProxyRequest feeds arbitrary bytes to a proxy whose policy allows
+// nothing: whatever arrives, the proxy never connects anywhere, never
+// answers 2xx, and answers with a well-formed HTTP/1.1 response or closes.
+func FuzzProxyRequest(f *testing.F) {
+	for _, seed := range []string{
+		"CONNECT 127.0.0.1:80 HTTP/1.1\r\n\r\n",
+		"CONNECT example.test:443 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\nhello",
+		"GET http://127.0.0.1/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+		"POST http://[::1]:8080/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"GET http://0x7f.1/ HTTP/1.0\r\n\r\n",
+		"CONNECT [::ffff:127.0.0.1]:22 HTTP/1.1\r\n\r\n",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+		"\r\n\r\n",
+	} {
+		f.Add(seed)
+	}
+	env := startProxy(f, Config{}, StubResolver{"example.test": {netip.MustParseAddr("127.0.0.1")}},
+		&ProxyOptions{HeaderTimeout: 2 * time.Second})
+	f.Fuzz(func(t *testing.T, raw string) {
+		c, err := net.Dial("tcp", env.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		go func() {
+			io.WriteString(c, raw)
+			c.(*net.TCPConn).CloseWrite()
+		}()
+		br := bufio.NewReader(c)
+		if _, err := br.Peek(1); err != nil {
+			return // closed without an answer: nothing was a request
+		}
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil {
+			t.Fatalf("answer to %q is not an HTTP response: %v", raw, err)
+		}
+		if resp.StatusCode < 300 {
+			t.Fatalf("answer to %q under a deny-all policy: %s", raw, resp.Status)
+		}
+		if got := env.connects.list(); len(got) != 0 {
+			t.Fatalf("the proxy connected to %v under a deny-all policy (input %q)", got, raw)
 		}
 	})
 }
