@@ -62,7 +62,10 @@ func start(argv []string, dir string, env []string, withStdin bool) (*process, e
 		Env: append([]string{}, env...),
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid: true,
-			// If dsh dies, its direct children die with it.
+			// If dsh dies, its direct children die with it. (The signal is
+			// tied to the forking thread; Go ends a thread only when a
+			// goroutine exits while locked to it, which dsh does not do
+			// on threads that start processes.)
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
@@ -196,7 +199,10 @@ func (p *process) Stderr() io.Reader { return p.stderr }
 // Signal sends sig to the process group. After the leader is reaped the
 // group may live on (background children), and its ID cannot be reused
 // while any member lives, so signalling it stays safe; an empty group
-// gives ESRCH, which is not an error here.
+// gives ESRCH, which is not an error here. (Once the group is empty the
+// kernel could in principle hand its number to a new group leader; that
+// needs the whole PID space to wrap around in between, which this
+// unconfined development driver accepts.)
 func (p *process) Signal(sig syscall.Signal) error {
 	p.sigMu.Lock()
 	defer p.sigMu.Unlock()
