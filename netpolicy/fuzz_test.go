@@ -149,3 +149,41 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecideIPv6 judges arbitrary IPv6 addresses in their spellings
+// (compressed, expanded, bracketed, as a URL): all get the verdict and
+// rule of the address itself.
+func FuzzDecideIPv6(f *testing.F) {
+	f.Add(uint64(0x0064ff9b00000000), uint64(0x00000000a9fea9fe), uint16(80))
+	f.Add(uint64(0x2002a9fea9fe0000), uint64(1), uint16(443))
+	f.Add(uint64(0x2606470000000000), uint64(0x1111), uint16(443))
+	f.Add(uint64(0xfe80000000000000), uint64(1), uint16(22))
+	f.Add(uint64(0x200100004136e378), uint64(0x800063bf56015601), uint16(80))
+	p := MustNew(Config{Default: "public", Ports: []int{80, 443}, Allow: []string{"fd00::/8"}, Deny: []string{"2001:db8::/32"}})
+	f.Fuzz(func(t *testing.T, hi, lo uint64, port uint16) {
+		var b [16]byte
+		for i := 0; i < 8; i++ {
+			b[i] = byte(hi >> (56 - 8*i))
+			b[8+i] = byte(lo >> (56 - 8*i))
+		}
+		a := netip.AddrFrom16(b)
+		want := p.Decide("", a, port)
+		for _, sp := range []string{a.String(), "[" + a.String() + "]", a.StringExpanded(), strings.ToUpper(a.StringExpanded())} {
+			got := p.Decide(sp, netip.Addr{}, port)
+			if got.Verdict != want.Verdict || got.Rule != want.Rule {
+				t.Fatalf("Decide(%q) = %v %s; Decide(addr %s) = %v %s", sp, got.Verdict, got.Rule, a, want.Verdict, want.Rule)
+			}
+		}
+		if port == 0 {
+			return
+		}
+		raw := "http://[" + a.StringExpanded() + "]:" + fmt.Sprint(port) + "/"
+		_, tg, err := ParseURL(raw)
+		if err != nil {
+			t.Fatalf("ParseURL(%q) = %v", raw, err)
+		}
+		if got := p.Decide(tg.Host, tg.Addr, tg.Port); got.Verdict != want.Verdict || got.Rule != want.Rule {
+			t.Fatalf("Decide(ParseURL(%q)) = %v %s; want %v %s", raw, got.Verdict, got.Rule, want.Verdict, want.Rule)
+		}
+	})
+}
