@@ -490,3 +490,24 @@ func TestNewFetcherDefaults(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+func TestFetcherHasNoProxyAndNoJar(t *testing.T) {
+	d, _ := testDialer(t, nil, nil)
+	f, err := NewFetcher(&FetchOptions{Dialer: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, ok := f.client.Transport.(*http.Transport)
+	if !ok {
+		t.Fatalf("transport is %T, want *http.Transport", f.client.Transport)
+	}
+	if tr.Proxy != nil {
+		t.Errorf("Transport.Proxy is set: an HTTP(S)_PROXY would carry requests past the policy check")
+	}
+	if tr.DialContext == nil || tr.DialTLSContext != nil || tr.Dial != nil || tr.DialTLS != nil {
+		t.Errorf("transport does not dial only through the guarded DialContext")
+	}
+	if f.client.Jar != nil {
+		t.Errorf("client has a cookie jar")
+	}
+}
