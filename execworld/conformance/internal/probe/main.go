@@ -130,9 +130,22 @@ func get(target string) {
 	fmt.Printf("status %d %q\n", resp.StatusCode, b)
 }
 
-// write creates (and at once removes) a file in each directory.
+// write tests whether each directory takes a new file. It uses an
+// unnamed O_TMPFILE file, so nothing can be left behind even if the probe
+// is killed; filesystems without O_TMPFILE get a named file removed at
+// once.
 func write(dirs []string) {
 	for _, d := range dirs {
+		fd, err := unix.Open(d, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			unix.Close(fd)
+			fmt.Printf("wrote %s\n", d)
+			continue
+		}
+		if err != unix.EOPNOTSUPP && err != unix.EISDIR && err != unix.EINVAL {
+			fmt.Printf("denied %s %v\n", d, oneLine(err))
+			continue
+		}
 		p := filepath.Join(d, fmt.Sprintf(".dsh-probe-%d", os.Getpid()))
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
