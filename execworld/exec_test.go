@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -330,4 +331,59 @@ func TestOpenFailureLeavesNothing(t *testing.T) {
 	if _, err := execworld.Open(context.Background(), b, &execworld.Options{Spec: sandbox.DefaultSpec("relative/dir")}); err == nil {
 		t.Fatal("Open with a relative workspace succeeded")
 	}
+}
+
+// A long-lived process (a language server, an MCP server) has no timeout
+// unless asked, shows its output while it runs, and Stop ends it as a
+// cancel does.
+func TestLongLivedProcess(t *testing.T) {
+	w, _ := execworldtest.NewWorld(t, nil)
+	var stderr strings.Builder
+	r, err := w.Exec.Start(context.Background(), &execworld.Cmd{
+		Argv:      sh(`echo ready; echo diag >&2; read line; echo "got $line"; sleep 300`),
+		StdinPipe: true,
+		Stderr:    &syncWriter{w: &stderr},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		for range 500 {
+			if out, _ := r.Tail(); out.String() == want {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		out, _ := r.Tail()
+		t.Fatalf("stdout so far %q, want %q", out.String(), want)
+	}
+	waitFor("ready\n")
+	io.WriteString(r.Stdin(), "ping\n")
+	waitFor("ready\ngot ping\n")
+	select {
+	case <-r.Done():
+		t.Fatal("the process ended on its own")
+	default:
+	}
+	r.Stop()
+	<-r.Done()
+	res, err := r.Wait()
+	if err != nil || !res.Canceled || res.TimedOut || res.Status.Signal != syscall.SIGTERM {
+		t.Fatalf("after Stop: %+v, %v; want canceled by SIGTERM", res, err)
+	}
+	if res.Stderr.String() != "diag\n" {
+		t.Fatalf("stderr tail %q", res.Stderr.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
