@@ -99,7 +99,8 @@ type world struct {
 }
 
 // NewProxy returns a proxy that dials through d, whose Policy is the
-// world's egress policy. opts may be nil.
+// world's egress policy. opts may be nil. d may be nil only when
+// opts.Route is set; without either, every connection is refused.
 func NewProxy(d *Dialer, opts *ProxyOptions) *Proxy {
 	p := &Proxy{
 		listeners: map[net.Listener]struct{}{},

@@ -229,3 +229,30 @@ func FuzzProxyRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestProxyUpstreamFailuresAre502(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String() // nothing listens here once l is closed
+	l.Close()
+	env := startProxy(t, Config{Allow: []string{closed, "nowhere.test:443"}}, StubResolver{}, nil)
+	for _, tc := range []struct {
+		target, reason string
+	}{
+		{closed, reasonUnreach},
+		{"nowhere.test:443", reasonResolve},
+	} {
+		resp, _, _ := send(t, env.addr, "CONNECT "+tc.target+" HTTP/1.1\r\n\r\n")
+		if b := body(t, resp); resp.StatusCode != http.StatusBadGateway || !strings.Contains(b, tc.reason) {
+			t.Errorf("CONNECT %s: status %d %q, want 502 saying %q", tc.target, resp.StatusCode, b, tc.reason)
+		}
+	}
+	recs := env.waitRecords(t, 2)
+	for _, r := range recs {
+		if r["error"] == nil || r["status"] != float64(502) {
+			t.Errorf("audit record %v, want status 502 and the error", r)
+		}
+	}
+}
