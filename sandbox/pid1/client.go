@@ -34,10 +34,10 @@ func NewClient(conn io.ReadWriteCloser) (*Client, error) {
 	// The init is the untrusted side and has no reason to open streams.
 	// Refuse them at the session level: yamux would otherwise buffer up
 	// to a window of data for each stream it opened, without bound.
-	if err := sess.GoAway(); err != nil {
-		sess.Close()
-		return nil, fmt.Errorf("pid1: starting session: %w", err)
-	}
+	// GoAway marks the session at once but then waits until its frame is
+	// written, and NewClient must not block on a peer that is not reading
+	// yet; the goroutine ends with the session at the latest.
+	go sess.GoAway()
 	return &Client{sess: sess}, nil
 }
 
