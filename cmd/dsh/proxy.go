@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -115,6 +116,7 @@ func runProxy(cmd *cobra.Command, _ []string) error {
 		World:   world,
 		Audit:   audit,
 		Metrics: metrics,
+		Logger:  slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 	})
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
