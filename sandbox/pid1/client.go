@@ -25,6 +25,11 @@ type Client struct {
 // NewClient returns a client of the init serving conn. It does not wait
 // for the init: a missing or foreign peer shows in the first Start, which
 // takes a context.
+//
+// conn's Close must interrupt a blocked Read or Write, as net.Conn and
+// os.Pipe files do (but not a file put in blocking mode by its Fd method):
+// Close relies on it to end the session, and the init on the resulting
+// EOF to kill everything.
 func NewClient(conn io.ReadWriteCloser) (*Client, error) {
 	sess, err := yamux.Client(conn, sessionConfig())
 	if err != nil {
