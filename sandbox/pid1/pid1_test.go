@@ -269,6 +269,10 @@ func TestStartErrors(t *testing.T) {
 	if err := writeFile(noexec, "#!/bin/sh\necho hi\n", 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badInterp := dir + "/badinterp"
+	if err := writeFile(badInterp, "#!/nonexistent/interpreter\n", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		spec sandbox.ProcessSpec
@@ -280,6 +284,7 @@ func TestStartErrors(t *testing.T) {
 		{"no execute bit", sandbox.ProcessSpec{Argv: []string{noexec}}, ErrNotExecutable, 126},
 		{"no execute bit in PATH", sandbox.ProcessSpec{Argv: []string{"noexec"}, Env: []string{"PATH=" + dir}}, ErrNotExecutable, 126},
 		{"a directory", sandbox.ProcessSpec{Argv: []string{dir}}, ErrNotExecutable, 126},
+		{"missing interpreter", sandbox.ProcessSpec{Argv: []string{badInterp}}, ErrNotFound, 127}, // as bash 5.2 and dash report it
 		// The init's own PATH has sh; the process's PATH decides.
 		{"process PATH, not the init's", sandbox.ProcessSpec{Argv: []string{"sh"}, Env: []string{"PATH=" + dir}}, ErrNotFound, 127},
 		{"missing dir", sandbox.ProcessSpec{Argv: []string{"/bin/true"}, Dir: dir + "/nope"}, ErrBadDir, 125},

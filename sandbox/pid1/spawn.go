@@ -121,13 +121,16 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 	return c, p, nil
 }
 
-// execError maps a fork/exec failure to a StartError.
+// execError maps a fork/exec failure to a StartError. argv[0] was found
+// and executable just before, so ENOENT means its #! interpreter or ELF
+// loader is missing; bash 5.2 and dash report that as 127 ("required file
+// not found"), and so does this.
 func execError(path string, err error) error {
 	e := &StartError{Msg: fmt.Sprintf("executing %s: %v", path, err)}
 	switch {
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR):
-		// The file vanished, or its interpreter (#!) does not exist.
 		e.Kind = ErrNotFound
+		e.Msg = fmt.Sprintf("executing %s: its interpreter (#! line) or loader does not exist: %v", path, err)
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM),
 		errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR),
 		errors.Is(err, syscall.ETXTBSY), errors.Is(err, syscall.ELIBBAD):
