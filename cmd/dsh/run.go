@@ -129,10 +129,9 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		return exitf(statusDshFailed, "%v", err)
 	}
 
-	// SIGINT/SIGTERM to dsh end the command the same way a timeout does,
-	// and the world is closed on every path out of here.
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The world is closed on every path out of here; closing it kills
+	// whatever is left.
+	ctx := cmd.Context()
 	w, err := execworld.Open(ctx, backend, &execworld.Options{Spec: spec, Egress: egress})
 	if err != nil {
 		return exitf(statusDshFailed, "%v", err)
@@ -173,11 +172,33 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 
 // runInWorld runs c to the end. Run caps timeouts for tools; the CLI lets
 // a command run as long as the user asked (or forever), so it uses Start.
+// SIGINT, SIGTERM and SIGHUP to dsh are passed on to the command's process
+// group, as a shell passes Ctrl-C to its foreground job; a second one ends
+// the command (SIGTERM, grace, SIGKILL).
 func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd) (*execworld.Result, error) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	r, err := w.Exec.Start(ctx, c)
 	if err != nil {
 		return nil, err
 	}
+	go func() {
+		forwarded := false
+		for {
+			select {
+			case sig := <-sigs:
+				if forwarded {
+					r.Stop()
+					continue
+				}
+				forwarded = true
+				r.Signal(sig.(syscall.Signal))
+			case <-r.Done():
+				return
+			}
+		}
+	}()
 	return r.Wait()
 }
 

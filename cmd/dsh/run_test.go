@@ -2,12 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+
+	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/execworld/execworldtest"
 )
 
 // dshRun runs "dsh run ARGS" in-process and returns its exit status and
@@ -92,5 +98,53 @@ func TestRunStreamsAndJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(stdout), &fail); err != nil || code != 127 || fail.ExitCode != 127 || !strings.Contains(fail.Error, "not found") {
 		t.Fatalf("--json start failure: exit %d, %q (%v)", code, stdout, err)
+	}
+}
+
+// notifyWriter closes ready when it first sees want.
+type notifyWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	want  string
+	ready chan struct{}
+	once  sync.Once
+}
+
+func (n *notifyWriter) Write(p []byte) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.buf.Write(p)
+	if strings.Contains(n.buf.String(), n.want) {
+		n.once.Do(func() { close(n.ready) })
+	}
+	return len(p), nil
+}
+
+// Ctrl-C reaches the command as SIGINT, as a shell passes it to its
+// foreground job, and the command decides its own status.
+func TestRunForwardsSignals(t *testing.T) {
+	w, _ := execworldtest.NewWorld(t, nil)
+	out := &notifyWriter{want: "ready", ready: make(chan struct{})}
+	done := make(chan struct{})
+	var res *execworld.Result
+	var err error
+	go func() {
+		defer close(done)
+		res, err = runInWorld(context.Background(), w, &execworld.Cmd{
+			Argv:   []string{"/bin/sh", "-c", `trap "exit 7" INT; echo ready; while :; do sleep 0.05; done`},
+			Stdout: out,
+		})
+	}()
+	select {
+	case <-out.ready:
+	case <-done:
+		t.Fatalf("command ended early: %+v, %v", res, err)
+	}
+	// runInWorld has its signal handler installed before the command
+	// starts, so this SIGINT goes to it, not to the test binary.
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	<-done
+	if err != nil || res.ExitCode() != 7 {
+		t.Fatalf("after SIGINT: %+v, %v; want the trap's exit 7", res, err)
 	}
 }
