@@ -66,6 +66,26 @@ func BenchmarkWorldOpen(b *testing.B) {
 	// network, the fair peer of a world without egress.
 	b.Run("docker-run-rm", dockerRun())
 	b.Run("docker-run-rm-net-none", dockerRun("--network", "none"))
+	// What a shared network would cost per world: a container joining an
+	// internal network that already exists (the network is made once).
+	shared := "dsh-bench-shared-" + newWorldID()
+	if out, err := exec.Command("docker", "network", "create", "--internal", "--label", LabelManaged+"=true",
+		"-o", "com.docker.network.bridge.enable_icc=false", shared).CombinedOutput(); err != nil {
+		b.Fatalf("docker network create: %v: %s", err, out)
+	}
+	defer exec.Command("docker", "network", "rm", shared).Run()
+	b.Run("docker-run-rm-existing-internal-net", dockerRun("--network", shared))
+	b.Run("docker-network-create-rm", func(b *testing.B) {
+		for b.Loop() {
+			name := "dsh-bench-" + newWorldID()
+			if out, err := exec.Command("docker", "network", "create", "--internal", "--label", LabelManaged+"=true", name).CombinedOutput(); err != nil {
+				b.Fatalf("docker network create: %v: %s", err, out)
+			}
+			if out, err := exec.Command("docker", "network", "rm", name).CombinedOutput(); err != nil {
+				b.Fatalf("docker network rm: %v: %s", err, out)
+			}
+		}
+	})
 	b.Run("dsh-open", func(b *testing.B) { open(b, false, false) })
 	b.Run("dsh-open-close", func(b *testing.B) { open(b, false, true) })
 	b.Run("dsh-open-egress", func(b *testing.B) { open(b, true, false) })

@@ -9,9 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 
 	"github.com/dsh-dev/dsh/sandbox"
 )
@@ -165,5 +170,30 @@ func TestSyscallsRefused(t *testing.T) {
 	}
 	if n := strings.Count(out, "\n"); n != 5 {
 		t.Errorf("probe printed %d lines, want 5: %q", n, out)
+	}
+}
+
+// TestOpenWithEgressFailsClosedWithoutFirewall: when the host firewall
+// cannot be set, the world is not opened and nothing it made is left.
+func TestOpenWithEgressFailsClosedWithoutFirewall(t *testing.T) {
+	cli := newClient(t)
+	requireImage(t, cli, baseImage)
+	d, err := New(&Options{InitPath: initBinary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	spec := sandbox.DefaultSpec(workspace(t))
+	spec.Egress = &stubEgress{conns: make(chan net.Addr, 1)}
+	t.Setenv("PATH", t.TempDir()) // no iptables
+	_, err = d.Open(deadline(t), spec)
+	if !errors.Is(err, ErrFirewall) {
+		t.Fatalf("Open without iptables = %v, want ErrFirewall", err)
+	}
+	f := filters.NewArgs(filters.Arg("label", LabelOwnerPID+"="+strconv.Itoa(os.Getpid())))
+	cs, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	ns, _ := cli.NetworkList(context.Background(), network.ListOptions{Filters: f})
+	if len(cs)+len(ns) > 0 {
+		t.Errorf("a failed Open left %d containers and %d networks", len(cs), len(ns))
 	}
 }

@@ -143,7 +143,9 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 	w := &world{d: d, id: newWorldID(), workspace: spec.Workspace}
 	defer func() {
 		if err != nil {
-			w.teardown()
+			if terr := w.teardown(); terr != nil {
+				err = fmt.Errorf("%w (cleaning up after it: %v)", err, terr)
+			}
 		}
 	}()
 	labels := d.owner.labels(w.id, spec.Labels)

@@ -150,9 +150,19 @@ func (d *Driver) removeContainer(ctx context.Context, id string) error {
 	}
 }
 
+// removeNetwork removes a network, retrying a few times: right after its
+// last container is gone the daemon may still be releasing the endpoint.
 func (d *Driver) removeNetwork(ctx context.Context, id string) error {
-	if err := d.cli.NetworkRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("docker: removing network %s: %w", id[:12], err)
+	var err error
+	for i, delay := 0, 50*time.Millisecond; i < 5; i, delay = i+1, 2*delay {
+		if err = d.cli.NetworkRemove(ctx, id); err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker: removing network %s: %w", id[:12], err)
+		case <-time.After(delay):
+		}
 	}
-	return nil
+	return fmt.Errorf("docker: removing network %s: %w", id[:12], err)
 }
