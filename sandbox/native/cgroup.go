@@ -160,6 +160,10 @@ func (g *cgroupV1) dirFD() int { return -1 }
 // killed, SIGKILLs every member, thaws it so the kills are delivered, and
 // removes it once empty.
 func (g *cgroupV1) destroy() error {
+	if procs, err := g.c.Processes(cgroup1.Freezer, true); err == nil && len(procs) == 0 {
+		// Already empty (the usual case: the init's death emptied it).
+		return g.remove()
+	}
 	_ = g.c.Freeze()
 	procs, _ := g.c.Processes(cgroup1.Freezer, true)
 	for _, p := range procs {
@@ -177,6 +181,10 @@ func (g *cgroupV1) destroy() error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return g.remove()
+}
+
+func (g *cgroupV1) remove() error {
 	if err := g.c.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
 		return fmt.Errorf("native: removing cgroup: %w", err)
 	}

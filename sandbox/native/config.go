@@ -62,6 +62,9 @@ type initConfig struct {
 	// tests of the setup stage.
 	Exec    []string
 	ExecEnv []string
+	// Trace makes stage 1 print how long each setup step took to its
+	// stderr (the driver sets it from DSH_NATIVE_TRACE=1).
+	Trace bool
 }
 
 func (c *initConfig) encode() (string, error) {

@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lastCap is the highest capability number this code drops from the
-// bounding set; numbers the kernel does not know return EINVAL and end
-// the loop.
+// lastCap bounds the capability numbers dropped from the bounding set
+// when /proc/sys/kernel/cap_last_cap cannot be read; numbers the kernel
+// does not know return EINVAL and end the loop.
 const lastCap = 63
 
 // Securebits (linux/securebits.h): root gets no capabilities from execve
@@ -55,7 +55,11 @@ func allThreadsAvailable() bool {
 // Order matters: the bounding set and securebits need CAP_SETPCAP, so
 // they go before the identity change and the capset that remove it.
 func dropPrivileges(sys syscaller, uid, gid uint32, groups []uint32) error {
-	for c := 0; c <= lastCap; c++ {
+	last := lastCap
+	if v, ok := readInt("/proc/sys/kernel/cap_last_cap"); ok && v < lastCap {
+		last = v
+	}
+	for c := 0; c <= last; c++ {
 		if _, _, e := sys(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 {
 			if e == unix.EINVAL {
 				break

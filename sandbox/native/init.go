@@ -114,6 +114,8 @@ func stage1() error {
 	if n, _ := os.NewFile(fdSync, "sync").Read(b[:]); n != 1 {
 		return errors.New("native init: dsh went away before the sandbox was placed in its cgroup")
 	}
+	tr := newTracer(cfg.Trace)
+	tr.mark("sync")
 	if err := buildRoot(cfg); err != nil {
 		return err
 	}
@@ -121,6 +123,7 @@ func stage1() error {
 	if host == "" {
 		host = "dsh"
 	}
+	tr.mark("root")
 	if err := unix.Sethostname([]byte(host)); err != nil {
 		return fmt.Errorf("setting hostname: %w", err)
 	}
@@ -133,7 +136,9 @@ func stage1() error {
 	if err := unix.Chdir(cfg.Workspace); err != nil {
 		return fmt.Errorf("entering the workspace: %w", err)
 	}
+	tr.mark("net+rlimits")
 	prog, err := filterProgram()
+	tr.mark("filter")
 	if err != nil {
 		return err
 	}
@@ -157,9 +162,11 @@ func stage1() error {
 		if err := dropPrivileges(syscall.AllThreadsSyscall, cfg.UID, cfg.GID, cfg.Groups); err != nil {
 			return err
 		}
+		tr.mark("drop(all threads)")
 		if err := loadFilter(prog, true); err != nil {
 			return err
 		}
+		tr.mark("seccomp")
 		os.Clearenv()
 		return serve(cfg.ProxyPort, cfg.Egress != "")
 	}

@@ -7,16 +7,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
-
-// exitGrace is how long Close lets the init kill and reap everything
-// after the connection closes, before it is SIGKILLed (which kills the
-// whole pid namespace at once).
-const exitGrace = 3 * time.Second
 
 // instance is one running world.
 type instance struct {
@@ -103,20 +97,13 @@ func (in *instance) Close() error {
 }
 
 func (in *instance) shutdown() error {
-	// Closing the session makes the init kill and reap everything.
+	// The init is PID 1 of the world's pid namespace: when it dies the
+	// kernel SIGKILLs every process in the namespace and Wait returns
+	// once they are all gone. Processes get SIGKILL either way, so there
+	// is nothing to gain from letting the init do it.
 	_ = in.client.Close()
-	done := make(chan struct{})
-	go func() {
-		_ = in.l.cmd.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(exitGrace):
-		// PID 1 of the namespace: its death SIGKILLs every process in it.
-		_ = in.l.cmd.Process.Kill()
-		<-done
-	}
+	_ = in.l.cmd.Process.Kill()
+	_ = in.l.cmd.Wait()
 	in.l.cmd = nil // waited for: cleanup must not wait again
 	var errs []error
 	if in.l.cg != nil {

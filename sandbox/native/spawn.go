@@ -102,6 +102,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 		Mounts: spec.Mounts, Rlimits: spec.Rlimits,
 		UID: uid, GID: gid, Groups: groups,
 		Exec: execArgv, ExecEnv: execEnv,
+		Trace: os.Getenv("DSH_NATIVE_TRACE") == "1",
 	}
 	if spec.Egress != nil {
 		sock := filepath.Join(l.dir, "egress.sock")
@@ -143,7 +144,9 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 
 	cmd := exec.Command(exe, InitArg)
 	cmd.Args[0] = "dsh-init"
-	cmd.Env = []string{configEnv + "=" + env}
+	// One P: the init only relays I/O, and every thread it has costs a
+	// round in the all-threads credential drop.
+	cmd.Env = []string{configEnv + "=" + env, "GOMAXPROCS=1"}
 	cmd.ExtraFiles = []*os.File{syncR, readyW}
 	var childCtl [2]*os.File
 	if execArgv == nil {

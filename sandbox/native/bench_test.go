@@ -1,0 +1,149 @@
+package native
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// buildDsh builds the static dsh binary the way `make build` does, or
+// uses the one named by DSH_BENCH_DSH.
+func buildDsh(b *testing.B) string {
+	b.Helper()
+	if bin := os.Getenv("DSH_BENCH_DSH"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(b.TempDir(), "dsh")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building dsh: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// BenchmarkStartTrue compares, in one run and interleaved so machine load
+// hits every variant alike, the latency of running /bin/true:
+//
+//	forkexec   plain fork/exec of /bin/true (the floor)
+//	bwrap      bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all --die-with-parent /bin/true
+//	dsh-run    dsh run -- /bin/true (static dsh; native driver, default limits, masks, seccomp, egress proxy)
+//	world      Open + Start(/bin/true) + Wait + Close of a native world in-process (dsh as the init)
+//	warm       Start(/bin/true) + Wait in a world that is already open (how dsh serve runs commands)
+//
+// It reports p50 and p99 wall time of each in ms, the p50 CPU time (user
+// + sys of this process and its children, less sensitive to the load of
+// a shared machine), and the p50 ratios to bwrap.
+func BenchmarkStartTrue(b *testing.B) {
+	testenv.RequireUserNS(b)
+	testenv.RequireCgroups(b)
+	bwrap := testenv.RequireCommand(b, "bwrap")
+	dsh := buildDsh(b)
+	ws := b.TempDir()
+	d := New(&Options{Executable: dsh, StateDir: stateDir(b)})
+	spec := sandbox.DefaultSpec(ws)
+
+	warm, err := d.Open(context.Background(), spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer warm.Close()
+	runTrue := func(in sandbox.Instance) error {
+		p, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"/bin/true"}, Env: spec.Env})
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, p.Stdout())
+		io.Copy(io.Discard, p.Stderr())
+		_, err = p.Wait()
+		return err
+	}
+	variants := []struct {
+		name string
+		run  func() error
+	}{
+		{"forkexec", func() error { return exec.Command("/bin/true").Run() }},
+		{"bwrap", func() error {
+			return exec.Command(bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+				"--unshare-all", "--die-with-parent", "/bin/true").Run()
+		}},
+		{"dsh-run", func() error {
+			cmd := exec.Command(dsh, "run", "--workspace", ws, "--", "/bin/true")
+			cmd.Dir = ws
+			return cmd.Run()
+		}},
+		{"world", func() error {
+			ctx := context.Background()
+			in, err := d.Open(ctx, spec)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			if err := runTrue(in); err != nil {
+				return err
+			}
+			return in.Close()
+		}},
+		{"warm", func() error { return runTrue(warm) }},
+	}
+	times := make([][]time.Duration, len(variants))
+	cpu := make([][]time.Duration, len(variants))
+	for i := range variants { // warm up caches once
+		if err := variants[i].run(); err != nil {
+			b.Fatalf("%s: %v", variants[i].name, err)
+		}
+	}
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		for i, v := range variants {
+			start, c0 := time.Now(), cpuTime()
+			if err := v.run(); err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			times[i] = append(times[i], time.Since(start))
+			cpu[i] = append(cpu[i], cpuTime()-c0)
+		}
+	}
+	b.StopTimer()
+	p50 := make([]float64, len(variants))
+	for i, v := range variants {
+		slices.Sort(times[i])
+		p50[i] = ms(pct(times[i], 50))
+		b.ReportMetric(p50[i], v.name+"-p50-ms")
+		b.ReportMetric(ms(pct(times[i], 99)), v.name+"-p99-ms")
+		slices.Sort(cpu[i])
+		b.ReportMetric(ms(pct(cpu[i], 50)), v.name+"-cpu-p50-ms")
+	}
+	b.ReportMetric(p50[2]/p50[1], "dsh-run/bwrap-p50")
+	b.ReportMetric(p50[3]/p50[1], "world/bwrap-p50")
+	b.ReportMetric(p50[4]/p50[1], "warm/bwrap-p50")
+}
+
+// cpuTime is the user+sys time of this process and its waited-for
+// children so far.
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return sorted[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
