@@ -129,16 +129,40 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		return exitf(statusDshFailed, "%v", err)
 	}
 
-	// The world is closed on every path out of here; closing it kills
-	// whatever is left.
+	// From here on dsh handles SIGINT, SIGTERM and SIGHUP itself, so that
+	// no signal can end it between creating the world and closing it
+	// (which would leak a container). One during Open abandons the run.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	ctx := cmd.Context()
-	w, err := execworld.Open(ctx, backend, &execworld.Options{Spec: spec, Egress: egress})
+	openCtx, cancelOpen := context.WithCancel(ctx)
+	opened := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancelOpen()
+			select { // runInWorld sees it too, if Open won the race
+			case sigs <- sig:
+			default:
+			}
+		case <-opened:
+		}
+	}()
+	w, err := execworld.Open(openCtx, backend, &execworld.Options{Spec: spec, Egress: egress})
+	close(opened)
 	if err != nil {
+		cancelOpen()
 		return exitf(statusDshFailed, "%v", err)
 	}
 	defer w.Close()
+	if openCtx.Err() != nil {
+		cancelOpen()
+		return exitf(130, "interrupted while opening the world")
+	}
+	cancelOpen()
 
-	res, err := runInWorld(ctx, w, c)
+	res, err := runInWorld(ctx, w, c, sigs)
 	if err != nil {
 		var se *execworld.StartError
 		if errors.As(err, &se) {
@@ -175,10 +199,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 // SIGINT, SIGTERM and SIGHUP to dsh are passed on to the command's process
 // group, as a shell passes Ctrl-C to its foreground job; a second one ends
 // the command (SIGTERM, grace, SIGKILL).
-func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd) (*execworld.Result, error) {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd, sigs <-chan os.Signal) (*execworld.Result, error) {
 	r, err := w.Exec.Start(ctx, c)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -128,20 +129,23 @@ func TestRunForwardsSignals(t *testing.T) {
 	done := make(chan struct{})
 	var res *execworld.Result
 	var err error
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
 	go func() {
 		defer close(done)
 		res, err = runInWorld(context.Background(), w, &execworld.Cmd{
 			Argv:   []string{"/bin/sh", "-c", `trap "exit 7" INT; echo ready; while :; do sleep 0.05; done`},
 			Stdout: out,
-		})
+		}, sigs)
 	}()
 	select {
 	case <-out.ready:
 	case <-done:
 		t.Fatalf("command ended early: %+v, %v", res, err)
 	}
-	// runInWorld has its signal handler installed before the command
-	// starts, so this SIGINT goes to it, not to the test binary.
+	// The handler is installed, so this SIGINT goes to the channel, not
+	// to the test binary's default action.
 	syscall.Kill(os.Getpid(), syscall.SIGINT)
 	<-done
 	if err != nil || res.ExitCode() != 7 {
