@@ -152,7 +152,11 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	w, err := execworld.Open(openCtx, backend, &execworld.Options{Spec: spec, Egress: egress})
 	close(opened)
 	if err != nil {
+		interrupted := openCtx.Err() != nil && ctx.Err() == nil
 		cancelOpen()
+		if interrupted {
+			return exitf(130, "interrupted while opening the world: %v", err)
+		}
 		return exitf(statusDshFailed, "%v", err)
 	}
 	defer w.Close()
