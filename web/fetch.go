@@ -134,7 +134,7 @@ func isRedirect(code int) bool {
 // Where the target may connect is the Dialer's check on the next hop.
 func (f *Fetcher) redirectTarget(cur *url.URL, hop int, resp *http.Response) (*url.URL, *Error) {
 	if max := f.opts.maxRedirects(); hop >= max {
-		return nil, newError(CodeRedirectBlocked, cur.String(), "redirect limit exceeded: %s redirects again after %d redirects (limit %d)", cur, hop, max)
+		return nil, newError(CodeRedirectBlocked, cur.String(), "redirect limit exceeded: %s redirects again after %d redirects (limit %d, web.fetch.max_redirects)", cur, hop, max)
 	}
 	loc := resp.Header.Get("Location")
 	if loc == "" {
@@ -172,7 +172,7 @@ func (f *Fetcher) read(parent, ctx context.Context, u *url.URL, resp *http.Respo
 	res.Kind = ct.kind
 	maxBytes := f.opts.maxBytes()
 	if resp.ContentLength > maxBytes {
-		return nil, newError(CodeTooLarge, res.URL, "%s is %d bytes (Content-Length), over the limit of %d bytes", res.URL, resp.ContentLength, maxBytes)
+		return nil, newError(CodeTooLarge, res.URL, "%s is %d bytes (Content-Length), over the limit of %d bytes (web.fetch.max_bytes)", res.URL, resp.ContentLength, maxBytes)
 	}
 	body, err := readCapped(resp.Body, resp.ContentLength, maxBytes)
 	if err != nil {
@@ -200,7 +200,7 @@ func (f *Fetcher) failure(parent, ctx context.Context, u *url.URL, hop int, err 
 	case parent.Err() != nil:
 		return wrapError(CodeAborted, u.String(), context.Cause(parent), "fetch of %s was cancelled", where)
 	case errors.Is(context.Cause(ctx), errOwnDeadline):
-		return newError(CodeTimeout, u.String(), "fetch of %s did not finish within %s", where, f.opts.timeout())
+		return newError(CodeTimeout, u.String(), "fetch of %s did not finish within %s (web.fetch.timeout)", where, f.opts.timeout())
 	}
 	var denied *netpolicy.DeniedError
 	if errors.As(err, &denied) {
