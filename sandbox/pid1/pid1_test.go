@@ -478,3 +478,37 @@ func TestOnlyStdioInherited(t *testing.T) {
 		t.Errorf("descriptors of a child of the init: %q (%v), want \"0 1 2\"", out, st)
 	}
 }
+
+// TestUnreadOutputStallsOnlyItsProcess: a process whose stdout nobody
+// reads is held back by flow control (it cannot make dsh buffer without
+// bound), while other processes on the same connection carry on; its
+// output is complete once read.
+func TestUnreadOutputStallsOnlyItsProcess(t *testing.T) {
+	ip := startInit(t, nil)
+	const n = 16 << 20 // far more than the stream window and the pipe
+	stalled, err := ip.client.Start(ctx(t), helper("blast", fmt.Sprint(n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, _, st := run(t, ip.client, helper("exit", fmt.Sprint(i))); st.Code != i {
+			t.Fatalf("exit %d beside a stalled process: %v", i, st)
+		}
+	}
+	// Only about 1.3 MiB fit in the stream window and the pipe, so the
+	// process cannot have finished writing, let alone exited.
+	exited := make(chan struct{})
+	go func() { stalled.Wait(); close(exited) }()
+	select {
+	case <-exited:
+		t.Errorf("the process exited with %d bytes unread: output was buffered without bound", n)
+	default:
+	}
+	got, err := io.Copy(io.Discard, stalled.Stdout())
+	if err != nil || got != n {
+		t.Errorf("stdout of the stalled process: %d bytes, %v; want %d", got, err, n)
+	}
+	if st, err := stalled.Wait(); err != nil || st.Code != 0 {
+		t.Errorf("stalled process: %v, %v", st, err)
+	}
+}
