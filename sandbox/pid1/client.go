@@ -72,8 +72,15 @@ func (c *Client) lostErr() error {
 // runs until it exits, is signalled, or the client closes. A start
 // abandoned because ctx ended kills the process if it had started.
 //
+// The init knows nothing of workspaces: an empty spec.Dir is the init's
+// own working directory (drivers start the init in the workspace or fill
+// Dir in), and spec.Env is the complete environment — with no PATH in it,
+// argv[0] is searched in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin.
+// When a key repeats in Env, the last entry wins.
+//
 // Stdout and Stderr must be read concurrently with the process, as with
-// pipes: the process blocks once about 1 MiB of either is unread.
+// pipes: the process blocks once about 1 MiB of either is unread. Wait
+// does not wait for the output to be read.
 func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.Process, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, &StartError{Dir: spec.Dir, Kind: ErrInvalidSpec, Msg: "empty argv: name the program to run"}
