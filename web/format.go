@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"strings"
 )
 
 // MaxOutputChars caps the whole text a web_fetch tool call returns,
@@ -63,4 +64,23 @@ func Render(r *Result, raw bool) (content string, truncated bool) {
 	}
 	body, cut := capChars(body, MaxOutputChars)
 	return body, cut || r.Truncated
+}
+
+// FormatSearch renders a search result as the web_search tool shows it:
+// the provider and queries, then each source numbered with its URL and
+// snippet. The sources are web content: callers must not treat them as
+// instructions.
+func FormatSearch(r *SearchResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Results from %s for: %s\n", r.Provider, strings.Join(r.Queries, "; "))
+	if len(r.Sources) == 0 {
+		b.WriteString("\nNo results.\n")
+	}
+	for i, s := range r.Sources {
+		fmt.Fprintf(&b, "\n%d. %s\n   %s\n", i+1, s.Title, s.URL)
+		if s.Snippet != "" {
+			fmt.Fprintf(&b, "   %s\n", s.Snippet)
+		}
+	}
+	return b.String()
 }

@@ -98,3 +98,17 @@ func TestBodyConvertsOnlyHTML(t *testing.T) {
 		t.Errorf("Body(html) = %q, want %q", got, "**x**")
 	}
 }
+
+func TestFormatSearch(t *testing.T) {
+	r := &SearchResult{Provider: "p", Queries: []string{"a", "b"}, Sources: []Source{
+		{Title: "T1", URL: "https://1.example/", Snippet: "s1"},
+		{Title: "T2", URL: "https://2.example/"},
+	}}
+	want := "Results from p for: a; b\n\n1. T1\n   https://1.example/\n   s1\n\n2. T2\n   https://2.example/\n"
+	if got := FormatSearch(r); got != want {
+		t.Errorf("FormatSearch = %q, want %q", got, want)
+	}
+	if got := FormatSearch(&SearchResult{Provider: "p", Queries: []string{"a"}}); !strings.HasSuffix(got, "No results.\n") {
+		t.Errorf("FormatSearch(no sources) = %q", got)
+	}
+}

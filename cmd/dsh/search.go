@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -65,15 +64,6 @@ func runSearch(cmd *cobra.Command, args []string) error {
 	if asJSON {
 		return writeJSON(out, res)
 	}
-	fmt.Fprintf(out, "Results from %s for: %s\n", res.Provider, strings.Join(res.Queries, "; "))
-	if len(res.Sources) == 0 {
-		fmt.Fprintln(out, "\nNo results.")
-	}
-	for i, src := range res.Sources {
-		fmt.Fprintf(out, "\n%d. %s\n   %s\n", i+1, src.Title, src.URL)
-		if src.Snippet != "" {
-			fmt.Fprintf(out, "   %s\n", src.Snippet)
-		}
-	}
+	fmt.Fprint(out, web.FormatSearch(res))
 	return nil
 }
