@@ -28,6 +28,7 @@ causes can escape it.`,
 		newProxyCmd(),
 		newFetchCmd(), newSearchCmd(),
 		newRunCmd(),
+		newEgressForwardCmd(),
 	)
 	return root
 }

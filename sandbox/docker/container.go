@@ -36,9 +36,9 @@ type containerPlan struct {
 	User       string   // "uid:gid" or the image's user
 	InitPath   string   // host path of the static init binary
 	Entrypoint []string // PID 1's argv
-	Network    string   // network name, or "none"
 	Env        []string // environment of PID 1 (spec env plus proxy variables)
 	ResolvConf string   // host path of the world's resolv.conf; "" keeps docker's
+	EgressDir  string   // host directory holding the egress socket; "" for none
 	Labels     map[string]string
 	Home       string // invoking user's home, for "~" in masks
 }
@@ -72,10 +72,12 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 		OpenStdin:       true,
 		StdinOnce:       true,
 		Tty:             false,
-		NetworkDisabled: p.Network == "none",
+		NetworkDisabled: true,
 	}
 	host := &container.HostConfig{
-		NetworkMode:    container.NetworkMode(p.Network),
+		// Loopback only. A world reaches out solely through the egress
+		// socket mounted into it (see egress.go).
+		NetworkMode:    "none",
 		ReadonlyRootfs: spec.ReadonlyRoot,
 		CapDrop:        []string{"ALL"},
 		CapAdd:         capabilities(spec.Capabilities),
@@ -105,11 +107,6 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 		return nil, nil, &specError{"Seccomp", err.Error()}
 	}
 	host.SecurityOpt = append(host.SecurityOpt, "seccomp="+profile)
-	if p.Network != "none" {
-		// IPv6 link-local addresses would reach the host's listeners on
-		// the bridge without passing the IPv4 firewall.
-		host.Sysctls = map[string]string{"net.ipv6.conf.all.disable_ipv6": "1"}
-	}
 	if err := resources(spec, host); err != nil {
 		return nil, nil, err
 	}
@@ -117,6 +114,9 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 		mount.Mount{Type: mount.TypeBind, Source: p.InitPath, Target: initMountPath, ReadOnly: true},
 		mount.Mount{Type: mount.TypeBind, Source: spec.Workspace, Target: spec.Workspace},
 	)
+	if p.EgressDir != "" {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.EgressDir, Target: egressMountPath, ReadOnly: true})
+	}
 	if p.ResolvConf != "" {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.ResolvConf, Target: resolvConfPath, ReadOnly: true})
 	}

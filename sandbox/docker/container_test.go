@@ -17,7 +17,7 @@ func TestContainerConfigHardening(t *testing.T) {
 	ws := t.TempDir()
 	spec := sandbox.DefaultSpec(ws)
 	plan := &containerPlan{Name: "dsh-x", Image: spec.Image, User: "dsh", InitPath: "/bin/dsh",
-		Entrypoint: []string{initMountPath, initArg}, Network: "none"}
+		Entrypoint: []string{initMountPath, initArg}}
 	cfg, host, err := containerConfig(spec, plan)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestContainerConfigMasksInsideWorkspace(t *testing.T) {
 	os.Mkdir(filepath.Join(home, ".ssh"), 0o700)
 	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine x"), 0o600)
 	spec := sandbox.DefaultSpec(home) // the workspace is the home directory
-	_, host, err := containerConfig(spec, &containerPlan{Image: "i", InitPath: "/d", Network: "none", Home: home})
+	_, host, err := containerConfig(spec, &containerPlan{Image: "i", InitPath: "/d", Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestContainerConfigRejectsWhatItCannotHonour(t *testing.T) {
 	} {
 		spec := sandbox.DefaultSpec("/w")
 		tc.modify(spec)
-		_, _, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d", Network: "none"})
+		_, _, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d"})
 		if err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: containerConfig error = %v, want one naming %s", tc.name, err, tc.field)
 		}
@@ -161,7 +161,7 @@ func TestMergeEnvLaterWins(t *testing.T) {
 
 func TestContainerConfigWorkspaceAtTmpKeepsWorkspace(t *testing.T) {
 	spec := sandbox.DefaultSpec("/tmp")
-	_, host, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d", Network: "none"})
+	_, host, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
-
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
@@ -173,27 +169,42 @@ func TestSyscallsRefused(t *testing.T) {
 	}
 }
 
-// TestOpenWithEgressFailsClosedWithoutFirewall: when the host firewall
-// cannot be set, the world is not opened and nothing it made is left.
-func TestOpenWithEgressFailsClosedWithoutFirewall(t *testing.T) {
-	cli := newClient(t)
-	requireImage(t, cli, baseImage)
-	d, err := New(&Options{InitPath: initBinary(t)})
+// TestEgressOnlyThroughTheSocket: inside a world the proxy port on
+// loopback reaches Spec.Egress; there is no interface but loopback, so a
+// listener this test starts on the docker bridge is unreachable; and the
+// resolver has no nameserver.
+func TestEgressOnlyThroughTheSocket(t *testing.T) {
+	bridge := dockerBridgeAddrs(t)
+	if len(bridge) == 0 {
+		t.Skip("no docker0 bridge to listen on")
+	}
+	l, err := net.Listen("tcp4", net.JoinHostPort(bridge[0], "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	spec := sandbox.DefaultSpec(workspace(t))
-	spec.Egress = &stubEgress{conns: make(chan net.Addr, 1)}
-	t.Setenv("PATH", t.TempDir()) // no iptables
-	_, err = d.Open(deadline(t), spec)
-	if !errors.Is(err, ErrFirewall) {
-		t.Fatalf("Open without iptables = %v, want ErrFirewall", err)
+	defer l.Close()
+	reached := make(chan struct{}, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			reached <- struct{}{}
+			c.Close()
+		}
+	}()
+	egress := &stubEgress{conns: make(chan net.Addr, 1)}
+	w := openWorld(t, baseImage, func(s *sandbox.Spec) { s.Egress = egress })
+	script := `read -r line < /dev/tcp/127.0.0.1/3128; echo "proxy: $line"
+(exec 3<>/dev/tcp/` + l.Addr().(*net.TCPAddr).IP.String() + `/` + strconv.Itoa(l.Addr().(*net.TCPAddr).Port) + `) 2>/dev/null; echo "bridge: $?"
+echo "interfaces: $(ls /sys/class/net | tr '\n' ' ')"
+echo "nameservers: $(grep -c ^nameserver /etc/resolv.conf)"
+echo "proxy env: $HTTP_PROXY"`
+	out, errOut, _ := run(t, w, "", "bash", "-c", script)
+	want := "proxy: proxy-hello\nbridge: 1\ninterfaces: lo \nnameservers: 0\nproxy env: http://127.0.0.1:3128\n"
+	if out != want {
+		t.Errorf("inside the world:\n%s\nwant:\n%s\nstderr: %s", out, want, errOut)
 	}
-	f := filters.NewArgs(filters.Arg("label", LabelOwnerPID+"="+strconv.Itoa(os.Getpid())))
-	cs, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
-	ns, _ := cli.NetworkList(context.Background(), network.ListOptions{Filters: f})
-	if len(cs)+len(ns) > 0 {
-		t.Errorf("a failed Open left %d containers and %d networks", len(cs), len(ns))
+	select {
+	case <-reached:
+		t.Error("the listener on the docker bridge accepted a connection from the world")
+	default:
 	}
 }

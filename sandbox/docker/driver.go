@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,20 +152,17 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		User:       user,
 		InitPath:   d.initPath,
 		Entrypoint: d.entry,
-		Network:    "none",
 		Labels:     labels,
 	}
 	plan.Home, _ = os.UserHomeDir()
 	var proxyEnv []string
 	if spec.Egress != nil {
-		if err := w.openNetwork(ctx, spec.Egress, labels); err != nil {
+		if err := w.openEgress(spec.Egress); err != nil {
 			return nil, err
 		}
-		plan.Network = w.net.Name
-		proxyEnv = proxyVars(w.listener.Addr())
-		if plan.ResolvConf, err = w.writeResolvConf(); err != nil {
-			return nil, err
-		}
+		plan.EgressDir = w.egressDir
+		plan.ResolvConf = w.resolvConf
+		proxyEnv = proxyVars()
 	}
 	plan.Env = mergeEnv(spec.Env, proxyEnv)
 	w.env = mergeEnv(imgEnv, spec.Env, proxyEnv)
@@ -195,55 +189,12 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 	if w.init, err = d.dial(ctx, w.conn); err != nil {
 		return nil, w.initFailed(err)
 	}
-	return w, nil
-}
-
-// openNetwork makes the world's network, the proxy's listener on its
-// gateway, and the firewall rule that lets the world reach only it.
-func (w *world) openNetwork(ctx context.Context, egress sandbox.EgressServer, labels map[string]string) error {
-	n, err := createNetwork(ctx, w.d.cli, w.id, labels)
-	if n != nil && n.ID != "" {
-		w.net = n
-	}
-	if err != nil {
-		return err
-	}
-	if w.listener, err = listenGateway(ctx, n.Gateway); err != nil {
-		return err
-	}
-	port := uint16(w.listener.Addr().(*net.TCPAddr).Port)
-	w.ruled = true
-	if err := allowProxy(ctx, w.id, n.Bridge, n.Gateway, port); err != nil {
-		return err
-	}
-	w.serveDone = make(chan struct{})
-	go func() {
-		defer close(w.serveDone)
-		if err := egress.Serve(w.listener); err != nil && !errors.Is(err, net.ErrClosed) {
-			w.d.log.Warn("egress proxy stopped", "world", w.id, "err", err)
+	if spec.Egress != nil {
+		if err := w.startForwarder(ctx); err != nil {
+			return nil, err
 		}
-	}()
-	return nil
-}
-
-// writeResolvConf writes the world's resolver file (no nameserver) into a
-// directory of its own, removed at Close.
-func (w *world) writeResolvConf() (string, error) {
-	dir, err := os.MkdirTemp("", "dsh-world-"+w.id+"-")
-	if err != nil {
-		return "", fmt.Errorf("docker: world files: %w", err)
 	}
-	w.tmpDir = dir
-	p := filepath.Join(dir, "resolv.conf")
-	if err := os.WriteFile(p, []byte(noDNS), 0o644); err != nil {
-		return "", fmt.Errorf("docker: world files: %w", err)
-	}
-	// MkdirTemp makes the directory 0700; the daemon reads it as root, but
-	// keep it traversable for rootless daemons.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return "", fmt.Errorf("docker: world files: %w", err)
-	}
-	return p, nil
+	return w, nil
 }
 
 // initFailed explains an init that did not answer, with what it said.
@@ -278,13 +229,6 @@ func worldUser(spec *sandbox.Spec, imageUser string) (string, []string) {
 		return "65534:65534", nil
 	}
 	return imageUser, nil
-}
-
-// proxyVars points every proxy variable at the world's egress listener.
-func proxyVars(a net.Addr) []string {
-	ap := netip.MustParseAddrPort(a.String())
-	u := "http://" + ap.String()
-	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
 }
 
 // mergeEnv merges KEY=VALUE lists; a later list wins for the same key and

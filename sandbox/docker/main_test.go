@@ -95,8 +95,7 @@ func workspace(t testing.TB) string {
 	return dir
 }
 
-// worldResources lists the containers and networks labelled with world id,
-// and its firewall rules.
+// worldResources lists the containers and networks labelled with world id.
 func worldResources(t testing.TB, cli *client.Client, worldID string) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -116,11 +115,6 @@ func worldResources(t testing.TB, cli *client.Client, worldID string) []string {
 	for _, n := range ns {
 		left = append(left, "network "+n.Name)
 	}
-	for _, id := range ruleWorlds(ctx) {
-		if id == worldID {
-			left = append(left, "firewall rule dsh:"+id)
-		}
-	}
 	return left
 }
 
@@ -133,6 +127,11 @@ func cleanupWorld(t testing.TB, cli *client.Client, w *world) {
 		}
 		if left := worldResources(t, cli, w.id); len(left) > 0 {
 			t.Errorf("after Close, world %s left %v", w.id, left)
+		}
+		if w.tmpDir != "" {
+			if _, err := os.Stat(w.tmpDir); !os.IsNotExist(err) {
+				t.Errorf("after Close, the world's host files %s remain (%v)", w.tmpDir, err)
+			}
 		}
 	})
 }

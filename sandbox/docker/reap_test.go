@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"net"
 	"os/exec"
 	"testing"
 
@@ -19,7 +18,7 @@ func deadPID(t *testing.T) int {
 }
 
 // TestReapRemovesLeftoversOfDeadOwnerOnly: at a new driver's first Open, a world whose owner process is
-// gone (a crashed dsh) is removed with its network and firewall rule; a
+// gone (a crashed dsh) is removed; a
 // world whose owner runs is left alone.
 func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
 	cli := newClient(t)
@@ -27,7 +26,6 @@ func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
 	open := func(d *Driver) *world {
 		spec := sandbox.DefaultSpec(workspace(t))
 		spec.Image = fixtureImage
-		spec.Egress = &stubEgress{conns: make(chan net.Addr, 1)}
 		inst, err := d.Open(deadline(t), spec)
 		if err != nil {
 			t.Fatal(err)
@@ -40,8 +38,8 @@ func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
 	crashed := rawDriver(t, "cat")
 	crashed.owner.pid = deadPID(t)
 	dead := open(crashed)
-	if left := worldResources(t, cli, dead.id); len(left) != 3 {
-		t.Fatalf("the dead owner's world has %v, want a container, a network and a rule", left)
+	if left := worldResources(t, cli, dead.id); len(left) != 1 {
+		t.Fatalf("the dead owner's world has %v, want its container", left)
 	}
 
 	// A new dsh reaps at its first Open.
@@ -49,8 +47,8 @@ func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
 	if left := worldResources(t, cli, dead.id); len(left) > 0 {
 		t.Errorf("after Reap, the dead owner's world still has %v", left)
 	}
-	if left := worldResources(t, cli, live.id); len(left) != 3 {
-		t.Errorf("after Reap, the live owner's world has %v, want its container, network and rule", left)
+	if left := worldResources(t, cli, live.id); len(left) != 1 {
+		t.Errorf("after Reap, the live owner's world has %v, want its container", left)
 	}
 }
 

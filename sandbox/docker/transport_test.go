@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -98,6 +97,7 @@ func TestConnectionEndStopsWorld(t *testing.T) {
 	}
 }
 
+// stubEgress answers every connection with one line.
 type stubEgress struct{ conns chan net.Addr }
 
 func (s *stubEgress) Serve(l net.Listener) error {
@@ -106,77 +106,11 @@ func (s *stubEgress) Serve(l net.Listener) error {
 		if err != nil {
 			return err
 		}
-		s.conns <- c.RemoteAddr()
+		select {
+		case s.conns <- c.RemoteAddr():
+		default:
+		}
 		fmt.Fprintln(c, "proxy-hello")
 		c.Close()
-	}
-}
-
-// TestEgressNetworkReachesOnlyTheProxy: from inside a world, the proxy
-// port on the gateway answers; another listener on the same gateway
-// address and one on the docker bridge (both started by this test) are
-// refused; and there is no resolver.
-func TestEgressNetworkReachesOnlyTheProxy(t *testing.T) {
-	cli := newClient(t)
-	requireImage(t, cli, fixtureImage)
-	// A listener on every host address: the world must not reach it on
-	// its gateway nor on docker0.
-	other, err := net.Listen("tcp4", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	leaked := make(chan net.Addr, 4)
-	go func() {
-		for {
-			c, err := other.Accept()
-			if err != nil {
-				return
-			}
-			leaked <- c.RemoteAddr()
-			c.Close()
-		}
-	}()
-	port := other.Addr().(*net.TCPAddr).Port
-	script := fmt.Sprintf(`p=${HTTP_PROXY#http://}; gw=${p%%:*}
-echo "proxy: $(nc -w 3 $gw ${p##*:} </dev/null)"
-nc -w 3 $gw %[1]d </dev/null; echo "gateway-other-port: $?"
-nc -w 3 172.17.0.1 %[1]d </dev/null; echo "docker0: $?"
-echo "nameservers: $(grep -c ^nameserver /etc/resolv.conf)"
-exec cat`, port)
-	d := rawDriver(t, "sh", "-c", script)
-	spec := sandbox.DefaultSpec(workspace(t))
-	spec.Image = fixtureImage
-	egress := &stubEgress{conns: make(chan net.Addr, 4)}
-	spec.Egress = egress
-	inst, err := d.Open(deadline(t), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := inst.(*world)
-	cleanupWorld(t, cli, w)
-	r := bufio.NewReader(w.init.(*rawInit).conn)
-	want := []string{"proxy: proxy-hello", "gateway-other-port: 1", "docker0: 1", "nameservers: 0"}
-	for _, wl := range want {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading world output: %v (init stderr: %s)", err, w.conn.Stderr())
-		}
-		if got := strings.TrimSpace(line); got != wl {
-			t.Errorf("world said %q, want %q", got, wl)
-		}
-	}
-	select {
-	case a := <-leaked:
-		t.Errorf("host listener accepted a connection from %v", a)
-	default:
-	}
-	select {
-	case a := <-egress.conns:
-		if !strings.HasPrefix(a.String(), "172.") && !strings.HasPrefix(a.String(), "192.168.") {
-			t.Logf("proxy connection came from %v", a)
-		}
-	default:
-		t.Error("the egress server saw no connection")
 	}
 }

@@ -30,11 +30,11 @@ type world struct {
 	containerID string
 	conn        *attachConn
 	init        initClient
-	net         *worldNetwork
-	listener    net.Listener
-	ruled       bool          // firewall rules may exist
+	tmpDir      string        // the world's host files (resolv.conf, egress socket)
+	egressDir   string        // host directory of the egress socket, mounted at /.dsh/egress
+	resolvConf  string        // host path of the world's resolv.conf
+	listener    net.Listener  // the egress socket, served by Spec.Egress
 	serveDone   chan struct{} // closed when Egress.Serve has returned
-	tmpDir      string
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -74,8 +74,8 @@ func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Proce
 }
 
 // Close kills every process (closing the init's connection makes it
-// SIGKILL everything and exit), then removes the container, the firewall
-// rules, the proxy listener and the network. It is idempotent and safe
+// SIGKILL everything and exit), then removes the container, stops the
+// egress socket and removes the world's host files. It is idempotent and safe
 // to call concurrently; every call returns the first call's result.
 func (w *world) Close() error {
 	w.closeOnce.Do(func() { w.closeErr = w.teardown() })
@@ -101,11 +101,6 @@ func (w *world) teardown() error {
 			errs = append(errs, err)
 		}
 	}
-	if w.ruled {
-		if err := removeRules(ctx, w.id); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if w.listener != nil {
 		w.listener.Close()
 		if w.serveDone != nil {
@@ -114,11 +109,6 @@ func (w *world) teardown() error {
 			case <-ctx.Done():
 				errs = append(errs, fmt.Errorf("docker: egress proxy of world %s did not stop", w.id))
 			}
-		}
-	}
-	if w.net != nil {
-		if err := w.d.removeNetwork(ctx, w.net.ID); err != nil {
-			errs = append(errs, err)
 		}
 	}
 	if w.tmpDir != "" {
@@ -148,21 +138,4 @@ func (d *Driver) removeContainer(ctx context.Context, id string) error {
 		case <-time.After(delay):
 		}
 	}
-}
-
-// removeNetwork removes a network, retrying a few times: right after its
-// last container is gone the daemon may still be releasing the endpoint.
-func (d *Driver) removeNetwork(ctx context.Context, id string) error {
-	var err error
-	for i, delay := 0, 50*time.Millisecond; i < 5; i, delay = i+1, 2*delay {
-		if err = d.cli.NetworkRemove(ctx, id); err == nil || cerrdefs.IsNotFound(err) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("docker: removing network %s: %w", id[:12], err)
-		case <-time.After(delay):
-		}
-	}
-	return fmt.Errorf("docker: removing network %s: %w", id[:12], err)
 }
