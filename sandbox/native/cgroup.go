@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,9 +35,17 @@ type worldCgroup interface {
 	// dirFD returns a descriptor of the cgroup directory for clone3's
 	// CLONE_INTO_CGROUP (v2 only), or -1.
 	dirFD() int
+	// setPids changes the pids limit.
+	setPids(n int64) error
 	// destroy kills every process in the cgroup and removes it.
 	destroy() error
 }
+
+// pidsReserve is added to a world's pids limit while the init starts its
+// threads (initThreads and the runtime's few). Once it serves, the driver
+// lowers the limit to the Spec's plus the threads the init really has
+// (fitPids), so the world's processes get exactly what the Spec names.
+const pidsReserve = initThreads + 16
 
 // limits keeps the controllers the native driver sets (memory, pids,
 // cpu) and reports whether any limit is requested at all.
@@ -51,7 +61,8 @@ func limits(r *specs.LinuxResources) (*specs.LinuxResources, bool, error) {
 		out.Memory = &specs.LinuxMemory{Limit: m.Limit, Swap: m.Limit} // no swap beyond the limit
 	}
 	if p := r.Pids; p != nil && p.Limit != nil && *p.Limit > 0 {
-		out.Pids = &specs.LinuxPids{Limit: p.Limit}
+		n := *p.Limit + pidsReserve
+		out.Pids = &specs.LinuxPids{Limit: &n}
 	}
 	if c := r.CPU; c != nil && c.Quota != nil && *c.Quota > 0 {
 		out.CPU = &specs.LinuxCPU{Quota: c.Quota, Period: c.Period}
@@ -156,6 +167,10 @@ func (g *cgroupV1) add(pid int) error {
 
 func (g *cgroupV1) dirFD() int { return -1 }
 
+func (g *cgroupV1) setPids(n int64) error {
+	return g.c.Update(&specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &n}})
+}
+
 // destroy freezes the group so nothing can fork while it is being
 // killed, SIGKILLs every member, thaws it so the kills are delivered, and
 // removes it once empty.
@@ -199,6 +214,10 @@ type cgroupV2 struct {
 
 func (g *cgroupV2) add(pid int) error { return g.m.AddProc(uint64(pid)) }
 
+func (g *cgroupV2) setPids(n int64) error {
+	return g.m.Update(&cgroup2.Resources{Pids: &cgroup2.Pids{Max: n}})
+}
+
 func (g *cgroupV2) dirFD() int {
 	if g.fd < 0 {
 		if fd, err := syscall.Open(g.path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0); err == nil {
@@ -228,4 +247,23 @@ func (g *cgroupV2) destroy() error {
 		return fmt.Errorf("native: removing cgroup: %w", err)
 	}
 	return nil
+}
+
+// fitPids sets the world's pids limit to want plus the threads the init
+// has now (it created all it will need before reporting ready).
+func fitPids(cg worldCgroup, initPid int, want int64) error {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(initPid) + "/status")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return err
+			}
+			return cg.setPids(want + n)
+		}
+	}
+	return errors.New("no Threads line in /proc/PID/status")
 }

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -236,6 +237,7 @@ func serve(port int, egress bool) error {
 		f := &forwarder{l: l, path: egressPath}
 		go f.serve()
 	}
+	prewarmThreads(initThreads)
 	ready := os.NewFile(fdReady, "ready")
 	if _, err := ready.Write([]byte{0}); err != nil {
 		return fmt.Errorf("reporting readiness: %w", err)
@@ -245,4 +247,30 @@ func serve(port int, egress bool) error {
 		return fmt.Errorf("pid1 ended with status %d", code)
 	}
 	return nil
+}
+
+// initThreads is how many OS threads the init creates up front. Go starts
+// a thread whenever a goroutine blocks in a syscall and no idle one is
+// left, and dies if the kernel refuses; under a fork bomb the world's
+// pids limit would refuse it. Threads created now are reused later, so
+// the init never needs a new one at the limit. pidsReserve (cgroup.go)
+// adds room for them to the world's limit.
+const initThreads = 12
+
+// prewarmThreads makes the Go runtime hold n idle threads: n goroutines
+// each lock a thread at the same time, then let go of it.
+func prewarmThreads(n int) {
+	var locked sync.WaitGroup
+	release := make(chan struct{})
+	for i := 0; i < n; i++ {
+		locked.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			locked.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	locked.Wait()
+	close(release)
 }

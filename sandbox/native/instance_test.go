@@ -197,12 +197,20 @@ func TestPidsLimitStopsForkBomb(t *testing.T) {
 	}
 	cg := filepath.Join(cgroupRoot, "pids", cgroupParent, in.l.id)
 	cur, _ := os.ReadFile(filepath.Join(cg, "pids.current"))
-	if n, err := strconv.Atoi(strings.TrimSpace(string(cur))); err != nil || n > 32 {
-		t.Errorf("pids.current of the world = %q, want at most 32", cur)
+	if n, err := strconv.Atoi(strings.TrimSpace(string(cur))); err != nil || n > 32+pidsReserve {
+		t.Errorf("pids.current of the world = %q, want at most 32 + the init's reserve %d", cur, pidsReserve)
+	}
+	// Processes other than the init: at most the limit the Spec named.
+	if procs := worldPids(t, in.l.id); len(procs)-1 > 32 {
+		t.Errorf("%d processes besides the init under pids limit 32", len(procs)-1)
 	}
 	ev, _ := os.ReadFile(filepath.Join(cg, "pids.events"))
 	if strings.TrimSpace(string(ev)) == "max 0" {
 		t.Errorf("pids.events = %q: the limit was never hit", ev)
+	}
+	// The init survived the bomb (it needs no new thread at the limit).
+	if err := syscall.Kill(in.l.cmd.Process.Pid, 0); err != nil {
+		t.Errorf("the init died under the fork bomb: %v", err)
 	}
 }
 

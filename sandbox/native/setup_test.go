@@ -234,3 +234,21 @@ func hostTempDir(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
 }
+
+func TestMasksInsideTheWorkspace(t *testing.T) {
+	testenv.RequireUserNS(t)
+	// The workspace is a home directory with credentials in it.
+	ws := hostTempDir(t)
+	t.Setenv("HOME", ws)
+	os.Mkdir(filepath.Join(ws, ".aws"), 0o700)
+	os.WriteFile(filepath.Join(ws, ".aws", "credentials"), []byte("SECRET"), 0o600)
+	spec := sandbox.DefaultSpec(ws)
+	spec.Masks = []string{"~/.aws"}
+	out, err := sh(t, spec, `cat `+ws+`/.aws/credentials 2>&1; echo ok > `+ws+`/f && echo ws=writable`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "SECRET") || !strings.Contains(out, "ws=writable") {
+		t.Errorf("mask inside the workspace:\n%s", out)
+	}
+}

@@ -183,7 +183,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	}
 	cmd.SysProcAttr = sys
 	l.cmd = cmd
-	err = cmd.Start()
+	err = startPinned(cmd)
 	for _, f := range childCtl {
 		if f != nil {
 			f.Close()
@@ -207,6 +207,18 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	syncW.Close()
 	if err := waitReady(ctx, readyR, execArgv == nil); err != nil {
 		return nil, err
+	}
+	if l.cg != nil && res.Pids != nil {
+		want := *res.Pids.Limit - pidsReserve
+		if execArgv != nil {
+			// Exec mode: PID 1 is the command itself, no init threads.
+			err = l.cg.setPids(want)
+		} else {
+			err = fitPids(l.cg, cmd.Process.Pid, want)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("native: setting the pids limit: %w", err)
+		}
 	}
 	return l, nil
 }
