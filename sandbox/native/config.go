@@ -28,12 +28,23 @@ const egressPath = "/dev/dsh-egress.sock"
 
 // rootMasks are hidden in addition to Spec.Masks when processes run as
 // host uid 0: without any capability, uid 0 still owns and reads them.
+// /home holds other users' credentials, which the "~" masks (the caller's
+// home) do not cover; a workspace below it stays reachable.
 var rootMasks = []string{
+	"/home",
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
 	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private",
 	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
 	"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key",
 	"/var/lib/containerd", "/run/containerd", "/var/run/containerd",
+}
+
+// kernelMasks hide kernel interfaces of the host's read-only /sys that
+// no tool needs: firmware tables, debug and tracing file systems, LSM
+// policy, pinned BPF objects.
+var kernelMasks = []string{
+	"/sys/firmware", "/sys/kernel/debug", "/sys/kernel/tracing",
+	"/sys/kernel/security", "/sys/fs/bpf",
 }
 
 // initConfig is everything stage 1 needs, decided by the driver on the
@@ -173,9 +184,9 @@ func expandMasks(masks []string, uid uint32) []string {
 		seen[real] = true
 		out = append(out, real)
 	}
-	list := masks
+	list := append(append([]string(nil), masks...), kernelMasks...)
 	if uid == 0 {
-		list = append(append([]string(nil), masks...), rootMasks...)
+		list = append(list, rootMasks...)
 	}
 	for _, m := range list {
 		switch {

@@ -252,3 +252,24 @@ func TestMasksInsideTheWorkspace(t *testing.T) {
 		t.Errorf("mask inside the workspace:\n%s", out)
 	}
 }
+
+func TestRootCallerCannotReadOtherHomes(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	home, err := os.MkdirTemp("/home", "dsh-native-test-")
+	if err != nil {
+		t.Skipf("cannot create a directory in /home: %v", err)
+	}
+	defer os.RemoveAll(home)
+	os.WriteFile(filepath.Join(home, "secret"), []byte("SECRET"), 0o600)
+	// A workspace inside /home stays reachable.
+	ws := filepath.Join(home, "ws")
+	os.Mkdir(ws, 0o755)
+	out, err := sh(t, sandbox.DefaultSpec(ws), `cat `+home+`/secret 2>&1; ls /sys/firmware | wc -l | sed s/^/firmware=/; echo ok > `+ws+`/f && echo ws=writable`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "SECRET") || !strings.Contains(out, "ws=writable") || !strings.Contains(out, "firmware=0") {
+		t.Errorf("as host uid 0 in the sandbox:\n%s", out)
+	}
+}
