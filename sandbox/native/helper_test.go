@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -64,6 +65,18 @@ func testHelper(args []string) int {
 		return 0
 	case "unpriv": // unpriv WS: the unprivileged-user checks
 		return unprivHelper(args[1])
+	case "nouserns": // nouserns WS: forbid user namespaces here, then Open
+		if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
+			fmt.Println("setting max_user_namespaces:", err)
+			return 1
+		}
+		spec := sandbox.DefaultSpec(args[1])
+		spec.Resources = nil
+		_, err := New(&Options{StateDir: args[2]}).Open(context.Background(), spec)
+		fmt.Printf("unavailable=%v\n%v\n", errors.Is(err, ErrUnavailable), err)
+		r := New(&Options{StateDir: args[2]}).Probe(context.Background())
+		fmt.Printf("probe userns=%v ready=%v problems=%q\n", r.UserNamespaces, r.Ready(), r.Problems)
+		return 0
 	case "crash": // crash: open a world, start a sleeper, report, wait to be killed
 		return crashHelper(args[1:])
 	}

@@ -115,3 +115,33 @@ func TestUnprivilegedUser(t *testing.T) {
 		t.Errorf("file made inside is owned by uid %d, want the caller's %d", st.Uid, uid)
 	}
 }
+
+// With user namespaces forbidden, Open fails closed and says which
+// setting to change. The limit is set only inside a user namespace the
+// test creates (user.max_user_namespaces is per user namespace), so the
+// machine's setting is untouched.
+func TestNoUserNamespacesFailsClosed(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	ws := hostTempDir(t)
+	cmd := exec.Command(testExe(t), helperArg, "nouserns", ws, stateDir(t))
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	s := string(out)
+	t.Logf("with user.max_user_namespaces=0:\n%s", s)
+	for _, want := range []string{
+		"unavailable=true\n", "native: cannot create a user namespace", "user.max_user_namespaces=0",
+		"sysctl -w user.max_user_namespaces=", "probe userns=false ready=false",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
