@@ -80,11 +80,7 @@ func unified() bool { return cgroups.Mode() == cgroups.Unified }
 // newCgroup creates the world's cgroup with the given limits.
 func newCgroup(id string, r *specs.LinuxResources) (worldCgroup, error) {
 	if unified() {
-		m, err := cgroup2.NewManager(cgroupRoot, "/"+cgroupParent+"/"+id, cgroup2.ToResources(r))
-		if err != nil {
-			return nil, &unavailableError{Step: "create cgroup v2 " + cgroupParent + "/" + id, Err: err, Fix: cgroupFix}
-		}
-		return &cgroupV2{m: m, path: filepath.Join(cgroupRoot, cgroupParent, id), fd: -1}, nil
+		return newCgroupV2(cgroupRoot, id, cgroup2.ToResources(r))
 	}
 	if cgroups.Mode() == cgroups.Unavailable {
 		return nil, &unavailableError{Step: "find a cgroup hierarchy", Err: errors.New("no cgroup file system at " + cgroupRoot), Fix: cgroupFix}
@@ -99,13 +95,26 @@ func newCgroup(id string, r *specs.LinuxResources) (worldCgroup, error) {
 	return &cgroupV1{c: c}, nil
 }
 
+// newCgroupV2 creates a world cgroup on the unified hierarchy mounted at
+// mountpoint.
+func newCgroupV2(mountpoint, id string, r *cgroup2.Resources) (*cgroupV2, error) {
+	m, err := cgroup2.NewManager(mountpoint, "/"+cgroupParent+"/"+id, r)
+	if err != nil {
+		return nil, &unavailableError{Step: "create cgroup v2 " + cgroupParent + "/" + id, Err: err, Fix: cgroupFix}
+	}
+	return &cgroupV2{m: m, path: filepath.Join(mountpoint, cgroupParent, id), fd: -1}, nil
+}
+
 // v1Controllers are the hierarchies a world joins on cgroup v1: the
 // three it limits and the freezer that makes killing race-free.
 var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
 
 func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 	return []cgroup1.Subsystem{
-		cgroup1.NewMemory(cgroupRoot), cgroup1.NewPids(cgroupRoot),
+		// Without swap accounting (no memory.memsw.*) the limit bounds
+		// RAM only; failing there would make limits unusable on such
+		// hosts for no gain in confinement of memory itself.
+		cgroup1.NewMemory(cgroupRoot, cgroup1.OptionalSwap()), cgroup1.NewPids(cgroupRoot),
 		cgroup1.NewCpu(cgroupRoot), cgroup1.NewFreezer(cgroupRoot),
 	}, nil
 }

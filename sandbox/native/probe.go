@@ -52,6 +52,10 @@ func (r *Report) Ready() bool {
 	return r.UserNamespaces && r.PivotRoot && r.Seccomp && r.CgroupWritable
 }
 
+// Probe reports what the native driver can do here, using dsh's own
+// binary as the init of the trial sandbox; see Driver.Probe.
+func Probe(ctx context.Context) *Report { return New(nil).Probe(ctx) }
+
 // Probe inspects the kernel and starts one trial sandbox (no limits, no
 // network) to prove the whole setup works here. It never prints.
 func (d *Driver) Probe(ctx context.Context) *Report {
