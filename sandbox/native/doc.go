@@ -15,13 +15,20 @@
 //     bring loopback up; set hostname and rlimits; switch user; drop every
 //     capability (bounding, ambient, inheritable, effective, permitted);
 //     lock the securebits; set no_new_privs; install the seccomp filter.
-//     All credential changes are made on the one locked OS thread that
-//     then calls execve, because Go cannot change the credentials of every
-//     thread when cgo is linked; execve leaves exactly that thread.
-//  2. Serve (already confined): the re-executed binary marks itself
-//     non-dumpable, starts the egress forwarder (127.0.0.1:port inside to
-//     the world's unix socket outside) and serves package pid1 over its
-//     stdin/stdout.
+//     Credentials are per thread. In dsh (built without cgo) every thread
+//     is confined at once (syscall.AllThreadsSyscall, seccomp TSYNC) and
+//     the same process goes on to stage 2. Where cgo is linked (some test
+//     binaries) that is impossible, so the changes are made on the one
+//     locked thread that then re-executes the binary for stage 2; execve
+//     leaves exactly that thread.
+//  2. Serve (already confined): the init marks itself non-dumpable,
+//     starts the egress forwarder (127.0.0.1:port inside to the world's
+//     unix socket outside), creates the OS threads it will need (so a
+//     fork bomb at the pids limit cannot make the Go runtime fail to
+//     start one) and serves package pid1 over its stdin/stdout.
+//
+// DSH_NATIVE_TRACE=1 in dsh's environment makes the init print how long
+// each setup step took to Options.Stderr.
 //
 // # Identity
 //
@@ -44,7 +51,9 @@
 // pipe), so nothing in a world ever runs unlimited. A Spec that asks for
 // limits fails closed where cgroups cannot be written (typically an
 // unprivileged caller on a v1 host); a Spec with no Resources runs
-// without a cgroup, and its processes still die with the init.
+// without a cgroup, and its processes still die with the init. The pids
+// limit a Spec names is for the world's processes: the cgroup's limit is
+// that plus the init's own threads.
 //
 // # Crash safety
 //
