@@ -30,6 +30,7 @@ func unprivHelper(ws string) int {
 
 	spec := sandbox.DefaultSpec(ws)
 	spec.Resources = nil
+	spec.Egress = &fakeProxy{}
 	in, err := d.Open(context.Background(), spec)
 	if err != nil {
 		fmt.Println("open:", err)
@@ -46,6 +47,12 @@ func unprivHelper(ws string) int {
 	io.Copy(os.Stdout, p.Stdout())
 	st, err := p.Wait()
 	fmt.Println("status:", st, err)
+	// Egress through the forwarder and the unix socket, as this user.
+	if p, err = in.Start(context.Background(), sandbox.ProcessSpec{Env: spec.Env, Argv: []string{"/proc/self/exe", helperArg, "get", "http://egress-test.invalid/"}}); err == nil {
+		go io.Copy(os.Stderr, p.Stderr())
+		io.Copy(os.Stdout, p.Stdout())
+		p.Wait()
+	}
 	r := d.Probe(context.Background())
 	fmt.Printf("probe: userns=%v pivot=%v cgroupWritable=%v trial=%q\n", r.UserNamespaces, r.PivotRoot, r.CgroupWritable, r.TrialError)
 	return 0
@@ -100,7 +107,7 @@ func TestUnprivilegedUser(t *testing.T) {
 		"limits: unavailable=true", "run dsh as root",
 		fmt.Sprintf("uid=%d\n", uid), "ws=writable\n", "etc=readonly\n",
 		"CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "NoNewPrivs:\t1\n", "Seccomp:\t2\n",
-		"status: exit status 0 <nil>",
+		"status: exit status 0 <nil>", `status 200 body "proxied egress-test.invalid"`,
 		"probe: userns=true pivot=true cgroupWritable=false",
 	} {
 		if !strings.Contains(s, want) {
