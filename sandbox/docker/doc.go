@@ -11,26 +11,19 @@
 // memory/pids/cpu limits, a non-root user, the workspace bind-mounted
 // read-write at its host path, and no docker socket.
 //
-// Network: a world without Egress gets no network at all. A world with
-// Egress gets its own internal bridge network (no route out; a resolv.conf
-// without nameservers, so no DNS); the egress proxy listens on that
-// network's gateway address and HTTP_PROXY points at it. The host firewall
-// lets the world reach that one port of the host and nothing else (an
-// internal network still routes to every address of the host itself), so
-// opening a world with Egress needs root and iptables.
+// Network: every world runs with docker's network mode "none" — loopback
+// only, no route to the host, to other worlds or anywhere, no resolver.
+// A world with Egress gets a unix socket served by Spec.Egress, mounted
+// read-only inside, and an in-world forwarder (started through the init)
+// from 127.0.0.1:3128 to it; HTTP_PROXY points there (egress.go). This
+// replaced an internal bridge network per world after measuring it
+// (docs/BENCHMARKS.md): joining a user-defined network costs about a
+// whole `docker run --rm` more per world, and such a network still routes
+// to every address of the host, which took root-only firewall rules to
+// close.
 //
-// Per-world networks rather than one shared network with inter-container
-// traffic disabled: measured here (docs/BENCHMARKS.md), creating and
-// removing a network costs about a quarter of `docker run --rm`, while a
-// container joining an internal network that already exists costs more
-// than the whole default `docker run --rm` — so sharing saves little, and
-// per-world networks keep worlds apart at layer 3 by construction (no
-// reliance on br_netfilter rules) and tell worlds apart by listener (one
-// proxy listener per world, no source-address table). The price is the
-// daemon's address pools, which hold about 30 networks by default.
-//
-// Every container and network carries the label dev.dsh.managed=true, the
-// world id and its owner (pid, process start time, host), so [Driver.Reap]
-// can remove what a crashed dsh left behind. Images are never pulled: a
+// Every container carries the label dev.dsh.managed=true, the world id
+// and its owner (pid, process start time, host), so [Driver.Reap] can
+// remove what a crashed dsh left behind. Images are never pulled: a
 // missing image is an error naming `make images`.
 package docker

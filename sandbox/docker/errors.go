@@ -14,9 +14,6 @@ var (
 	ErrInitNotStatic = errors.New("docker: init binary is not statically linked")
 	// ErrClosed reports use of a world after Close.
 	ErrClosed = errors.New("docker: world closed")
-	// ErrFirewall reports that the host firewall for a world's network
-	// could not be set up; the world is not opened (fail closed).
-	ErrFirewall = errors.New("docker: cannot firewall the world network")
 	// ErrInvalidSpec reports a Spec field this driver cannot honour.
 	ErrInvalidSpec = errors.New("docker: invalid spec")
 )
