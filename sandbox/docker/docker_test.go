@@ -208,3 +208,25 @@ echo "proxy env: $HTTP_PROXY"`
 	default:
 	}
 }
+
+// TestCloseEndsRunningProcesses: Close with a process and its background
+// child still running ends them (Wait returns) and removes the world.
+func TestCloseEndsRunningProcesses(t *testing.T) {
+	w := openWorld(t, baseImage, nil)
+	p, err := w.Start(deadline(t), sandbox.ProcessSpec{Argv: []string{"bash", "-c", "sleep 1000 & sleep 1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p.Stdout())
+	go io.Copy(io.Discard, p.Stderr())
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-deadline(t).Done():
+		t.Fatal("Wait did not return after Close")
+	}
+}
