@@ -108,6 +108,9 @@ func checkSpec(s *sandbox.Spec) error {
 	if s.Workspace == "" || !filepath.IsAbs(s.Workspace) {
 		return &specError{Field: "Workspace", Msg: fmt.Sprintf("%q is not an absolute path", s.Workspace)}
 	}
+	if real, err := filepath.EvalSymlinks(s.Workspace); err == nil && real == "/" {
+		return &specError{Field: "Workspace", Msg: "the host root / cannot be the workspace: it would make the whole host writable; use a project directory"}
+	}
 	if fi, err := os.Stat(s.Workspace); err != nil {
 		return &specError{Field: "Workspace", Msg: err.Error()}
 	} else if !fi.IsDir() {

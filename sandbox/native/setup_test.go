@@ -207,6 +207,7 @@ func TestBadSpecIsRejected(t *testing.T) {
 	ws := t.TempDir()
 	cases := map[string]func(*sandbox.Spec){
 		"Workspace":       func(s *sandbox.Spec) { s.Workspace = "relative" },
+		"Workspace ":      func(s *sandbox.Spec) { s.Workspace = "/" },
 		"ReadonlyRoot":    func(s *sandbox.Spec) { s.ReadonlyRoot = false },
 		"NoNewPrivileges": func(s *sandbox.Spec) { s.NoNewPrivileges = false },
 		"Capabilities":    func(s *sandbox.Spec) { s.Capabilities.Bounding = []string{"CAP_SYS_ADMIN"} },
@@ -217,7 +218,7 @@ func TestBadSpecIsRejected(t *testing.T) {
 		spec := sandbox.DefaultSpec(ws)
 		mutate(spec)
 		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec)
-		if !errors.Is(err, ErrUnsupportedSpec) || !strings.Contains(err.Error(), "Spec."+field) {
+		if !errors.Is(err, ErrUnsupportedSpec) || !strings.Contains(err.Error(), "Spec."+strings.TrimSpace(field)) {
 			t.Errorf("Open with bad %s = %v, want an ErrUnsupportedSpec naming it", field, err)
 		}
 	}
