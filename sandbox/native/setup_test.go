@@ -60,6 +60,7 @@ touch /etc/dsh-test 2>/dev/null && echo etc=writable || echo etc=readonly
 touch /usr/dsh-test 2>/dev/null && echo usr=writable || echo usr=readonly
 echo hi > `+ws+`/out && echo ws=writable
 echo hi > /tmp/x && echo tmp=writable
+(echo x > /proc/sys/kernel/core_pattern) 2>/dev/null && echo sysctl=writable || echo sysctl=readonly
 ls /proc | grep -cE '^[0-9]+$' | sed 's/^/procs=/'
 `)
 	if err != nil {
@@ -68,7 +69,7 @@ ls /proc | grep -cE '^[0-9]+$' | sed 's/^/procs=/'
 	for _, want := range []string{
 		"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
 		"CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2",
-		"host=dsh", "pid=1", "etc=readonly", "usr=readonly", "ws=writable", "tmp=writable",
+		"host=dsh", "pid=1", "etc=readonly", "usr=readonly", "ws=writable", "tmp=writable", "sysctl=readonly",
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("output lacks %q:\n%s", want, out)
