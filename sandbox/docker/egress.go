@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dsh-dev/dsh/sandbox"
@@ -84,9 +85,44 @@ func proxyVars() []string {
 	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
 }
 
-// startForwarder starts the in-world forwarder through the init and waits
-// until it listens. It runs until the world closes.
+// maxForwarderRestarts bounds how often a world's forwarder is restarted
+// after it dies (a command in the world may kill every process of its
+// user); past it the world keeps running without egress.
+const maxForwarderRestarts = 20
+
+// startForwarder starts the in-world forwarder through the init, waits
+// until it listens, and restarts it when it dies while the world is open.
 func (w *world) startForwarder(ctx context.Context) error {
+	p, err := w.forwarderOnce(ctx)
+	if err != nil {
+		return err
+	}
+	go w.superviseForwarder(p)
+	return nil
+}
+
+func (w *world) superviseForwarder(p sandbox.Process) {
+	for restarts := 0; ; restarts++ {
+		p.Wait()
+		if w.isClosed() {
+			return
+		}
+		if restarts == maxForwarderRestarts {
+			w.d.log.Warn("egress forwarder keeps dying; the world has no egress now", "world", w.id)
+			return
+		}
+		time.Sleep(time.Duration(restarts) * 50 * time.Millisecond)
+		var err error
+		if p, err = w.forwarderOnce(context.Background()); err != nil {
+			if !w.isClosed() {
+				w.d.log.Warn("restarting the egress forwarder", "world", w.id, "err", err)
+			}
+			return
+		}
+	}
+}
+
+func (w *world) forwarderOnce(ctx context.Context) (sandbox.Process, error) {
 	ctx, cancel := context.WithTimeout(ctx, forwardWait)
 	defer cancel()
 	p, err := w.init.Start(ctx, sandbox.ProcessSpec{
@@ -95,7 +131,7 @@ func (w *world) startForwarder(ctx context.Context) error {
 		Env:  w.env,
 	})
 	if err != nil {
-		return fmt.Errorf("docker: starting the egress forwarder: %w", err)
+		return nil, fmt.Errorf("docker: starting the egress forwarder: %w", err)
 	}
 	stderr := newTailBuffer(4 << 10)
 	go io.Copy(stderr, p.Stderr())
@@ -115,7 +151,8 @@ func (w *world) startForwarder(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	if err != nil {
-		return fmt.Errorf("docker: the egress forwarder did not start: %v (it said: %s)", err, strings.TrimSpace(stderr.String()))
+		p.Signal(syscall.SIGKILL)
+		return nil, fmt.Errorf("docker: the egress forwarder did not start: %v (it said: %s)", err, strings.TrimSpace(stderr.String()))
 	}
-	return nil
+	return p, nil
 }

@@ -43,6 +43,12 @@ type world struct {
 	closeErr  error
 }
 
+func (w *world) isClosed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
+
 // ID returns the world id, the value of its dev.dsh.world label.
 func (w *world) ID() string { return w.id }
 
@@ -56,10 +62,7 @@ func (w *world) Env() []string { return append([]string(nil), w.env...) }
 // image and the proxy variables are there unless overridden. An empty Dir
 // is the workspace.
 func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Process, error) {
-	w.mu.Lock()
-	closed := w.closed
-	w.mu.Unlock()
-	if closed {
+	if w.isClosed() {
 		return nil, ErrClosed
 	}
 	p.Env = mergeEnv(w.env, p.Env)
