@@ -1,0 +1,30 @@
+package docker
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestProbeReady(t *testing.T) {
+	newClient(t)
+	r := Probe(context.Background(), &Options{InitPath: initBinary(t)}, baseImage)
+	if !r.Ready() || r.TrialTime <= 0 || !r.ImagePresent || !strings.Contains(r.Engine, "Docker Engine") {
+		t.Errorf("Probe = %+v, want ready with a trial time, the image present and the engine named", r)
+	}
+}
+
+func TestProbeMissingImageNamesFix(t *testing.T) {
+	newClient(t)
+	r := Probe(context.Background(), &Options{InitPath: initBinary(t)}, "dsh/no-such-image:probe")
+	if r.Ready() || r.ImagePresent || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "make images") {
+		t.Errorf("Probe(missing image) = %+v, want one problem naming make images", r)
+	}
+}
+
+func TestProbeDynamicInitIsAProblem(t *testing.T) {
+	r := Probe(context.Background(), &Options{InitPath: "/bin/sh"}, baseImage)
+	if r.Ready() || !strings.Contains(r.InitError, "CGO_ENABLED=0") {
+		t.Errorf("Probe(dynamic init) = %+v, want a problem saying how to build a static dsh", r)
+	}
+}
