@@ -1,8 +1,11 @@
 package docker
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/dsh-dev/dsh/sandbox"
 )
@@ -72,5 +75,31 @@ func TestOwnerGone(t *testing.T) {
 	}
 	if ownerGone(map[string]string{LabelManaged: "true"}, me.host) {
 		t.Error("ownerGone(no owner labels) = true")
+	}
+}
+
+func TestReapHostFilesOnlyOldAndDead(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	mk := func(name string, mtime time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Join(p, "egress"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, mtime, mtime)
+		return p
+	}
+	dead := mk("dsh-world-aaaaaaaaaaaa-1", old)
+	liveDir := mk("dsh-world-bbbbbbbbbbbb-2", old)
+	fresh := mk("dsh-world-cccccccccccc-3", time.Now())
+	other := mk("not-dsh-4", old)
+	if err := reapHostFiles(dir, map[string]bool{"bbbbbbbbbbbb": true}, time.Now().Add(-hostFilesGrace)); err != nil {
+		t.Fatal(err)
+	}
+	for p, wantGone := range map[string]bool{dead: true, liveDir: false, fresh: false, other: false} {
+		_, err := os.Stat(p)
+		if gone := os.IsNotExist(err); gone != wantGone {
+			t.Errorf("%s: removed = %v, want %v", filepath.Base(p), gone, wantGone)
+		}
 	}
 }
