@@ -3,8 +3,9 @@
 #
 # There is no container registry on dsh's build machines, so the Debian base
 # is made here: debootstrap --variant=minbase bookworm, then docker import.
-# Every step is skipped when its image already exists, so a second run takes
-# a second. Set DSH_IMAGES_REBUILD=1 to rebuild dsh/base and the fixture
+# Every step is skipped when its image already exists and was built from the
+# same Dockerfile (its hash is a label on the image), so a second run takes a
+# second. Set DSH_IMAGES_REBUILD=1 to rebuild dsh/base and the fixture anyway
 # (the imported Debian base is kept; remove it by hand to remake it).
 #
 # Images:
@@ -33,6 +34,18 @@ quiet() {
 }
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+# current IMAGE DOCKERFILE reports whether IMAGE exists and was built from
+# this DOCKERFILE (and no rebuild was asked for).
+current() {
+	[ "${DSH_IMAGES_REBUILD:-}" != 1 ] || return 1
+	local want got
+	want="$(sha256sum "$2" | cut -d' ' -f1)"
+	got="$(docker image inspect -f '{{index .Config.Labels "dev.dsh.dockerfile"}}' "$1" 2>/dev/null)" || return 1
+	[ "$got" = "$want" ]
+}
+
+dockerfile_label() { echo "dev.dsh.dockerfile=$(sha256sum "$1" | cut -d' ' -f1)"; }
 
 # mirror prints the Debian mirror apt is configured with (deb822 or
 # one-line sources), so debootstrap uses the same reachable mirror.
@@ -96,17 +109,18 @@ build_debian() {
 }
 
 build_base() {
-	if have_image "$base_image" && [ "${DSH_IMAGES_REBUILD:-}" != 1 ]; then
+	if current "$base_image" "$here/base/Dockerfile"; then
 		say "$base_image present"
 		return
 	fi
 	say "docker build $base_image (BASE=$debian_image)"
-	quiet docker build -q --build-arg "BASE=$debian_image" -t "$base_image" "$here/base" ||
+	quiet docker build -q --build-arg "BASE=$debian_image" --label "$(dockerfile_label "$here/base/Dockerfile")" \
+		-t "$base_image" "$here/base" ||
 		die "docker build of $base_image failed (output above)"
 }
 
 build_fixture() {
-	if have_image "$fixture_image" && [ "${DSH_IMAGES_REBUILD:-}" != 1 ]; then
+	if current "$fixture_image" "$here/fixture/Dockerfile"; then
 		say "$fixture_image present"
 		return
 	fi
@@ -128,7 +142,7 @@ build_fixture() {
 	printf 'root:x:0:\ndsh:x:1000:\n' >"$ctx/group"
 	cp "$here/fixture/Dockerfile" "$ctx/"
 	say "docker build $fixture_image"
-	quiet docker build -q -t "$fixture_image" "$ctx" || die "docker build of $fixture_image failed (output above)"
+	quiet docker build -q --label "$(dockerfile_label "$here/fixture/Dockerfile")" -t "$fixture_image" "$ctx" || die "docker build of $fixture_image failed (output above)"
 	rm -rf "$ctx"
 	trap - EXIT
 }
@@ -137,4 +151,6 @@ check_docker
 build_debian
 build_base
 build_fixture
+# Images a rebuild replaced are left untagged; drop those of ours.
+docker image prune -f --filter label=dev.dsh.image >/dev/null 2>&1 || true
 say "done: $base_image $fixture_image"
