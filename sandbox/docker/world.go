@@ -130,7 +130,8 @@ func (d *Driver) removeContainer(ctx context.Context, id string) error {
 	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 		return fmt.Errorf("docker: removing container %s: %w", id[:12], err)
 	}
-	// The network can be removed only once no endpoint is attached.
+	// Close promises the container is gone when it returns, so wait for
+	// the daemon to finish removing it.
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
 		if _, err := d.cli.ContainerInspect(ctx, id); cerrdefs.IsNotFound(err) {
 			return nil
