@@ -41,8 +41,10 @@ func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
 	crashed := rawDriver(t, "cat")
 	crashed.owner.pid = deadPID(t)
 	dead := open(crashed)
-	if left := worldResources(t, cli, dead.id); len(left) != 1 {
-		t.Fatalf("the dead owner's world has %v, want its container", left)
+	// (No check that it exists now: a dsh test in another package may
+	// reap it first, which is just as right.)
+	if dead.containerID == "" {
+		t.Fatal("the dead owner's world has no container")
 	}
 
 	// A new dsh reaps at its first Open.
