@@ -93,6 +93,15 @@ func New(opts *Options) (*Driver, error) {
 		}
 		d.cli, d.ownCli = cli, true
 	}
+	// The init binary and the egress socket are bind-mounted from this
+	// host's filesystem; on a remote engine the same paths would name the
+	// remote host's files.
+	if h := d.cli.DaemonHost(); !strings.HasPrefix(h, "unix://") {
+		if d.ownCli {
+			d.cli.Close()
+		}
+		return nil, fmt.Errorf("%w: engine at %s: the docker driver needs the engine on this host (a unix socket), because it bind-mounts dsh's binary and the egress socket; unset DOCKER_HOST or use the native driver", ErrRemoteEngine, h)
+	}
 	return d, nil
 }
 

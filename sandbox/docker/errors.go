@@ -14,6 +14,9 @@ var (
 	ErrInitNotStatic = errors.New("docker: init binary is not statically linked")
 	// ErrClosed reports use of a world after Close.
 	ErrClosed = errors.New("docker: world closed")
+	// ErrRemoteEngine reports a Docker engine on another host, which the
+	// driver cannot mount host files into.
+	ErrRemoteEngine = errors.New("docker: remote engine not supported")
 	// ErrInvalidSpec reports a Spec field this driver cannot honour.
 	ErrInvalidSpec = errors.New("docker: invalid spec")
 )

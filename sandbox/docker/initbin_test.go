@@ -29,3 +29,11 @@ func TestCheckStaticInitAcceptsStaticBinary(t *testing.T) {
 		t.Errorf("checkStaticInit(CGO_ENABLED=0 dsh) = %v, want nil", err)
 	}
 }
+
+func TestNewRefusesRemoteEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
+	_, err := New(&Options{InitPath: "/bin/true", entrypoint: []string{"true"}})
+	if !errors.Is(err, ErrRemoteEngine) {
+		t.Fatalf("New with DOCKER_HOST=tcp://… = %v, want ErrRemoteEngine", err)
+	}
+}
