@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/sandbox/docker"
 	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
@@ -17,11 +18,45 @@ func probeDriver(ctx context.Context, name string, cfg *config.Config) driverRep
 	switch name {
 	case "native":
 		return probeNative(ctx)
+	case "docker":
+		return probeDocker(ctx, cfg.Sandbox.Image)
 	case "host":
 		return driverReport{Name: "host", Confines: false, Ready: true,
 			Checks: []check{{Name: "unconfined", OK: true, Detail: "no confinement at all; development only"}}}
 	}
-	return driverReport{Name: name, Confines: true, Problem: "probe not wired yet"}
+	return driverReport{Name: name, Confines: true, Problem: "dsh has no probe for this driver"}
+}
+
+func probeDocker(ctx context.Context, image string) driverReport {
+	r := docker.Probe(ctx, nil, image)
+	rep := driverReport{Name: "docker", Confines: true, Ready: r.Ready()}
+	add := func(name string, ok bool, detail string) {
+		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
+	}
+	engine := r.Engine
+	if r.EngineError != "" {
+		engine = r.EngineError
+	}
+	add("engine", r.EngineError == "" && r.Engine != "", engine)
+	if r.Engine != "" {
+		add("cgroups", true, fmt.Sprintf("v%s, driver %s", r.CgroupVersion, r.CgroupDriver))
+		add("seccomp", r.Seccomp, "")
+		add("image "+r.Image, r.ImagePresent, "")
+	}
+	if r.InitError != "" {
+		add("init binary", false, r.InitError)
+	}
+	if r.TrialTime > 0 || r.TrialError != "" {
+		trial := fmt.Sprintf("trial world up and down in %v", r.TrialTime.Round(100_000))
+		if r.TrialError != "" {
+			trial = r.TrialError
+		}
+		add("trial world", r.TrialError == "", trial)
+	}
+	if !rep.Ready {
+		rep.Problem = strings.Join(r.Problems, "; ")
+	}
+	return rep
 }
 
 func probeNative(ctx context.Context) driverReport {
@@ -53,7 +88,6 @@ func probeNative(ctx context.Context) driverReport {
 	add("pivot_root", r.PivotRoot, trial)
 	if !rep.Ready {
 		rep.Problem = strings.Join(r.Problems, "; ")
-		rep.Fix = "see each problem above; `dsh doctor --json` lists them for scripts"
 	}
 	return rep
 }

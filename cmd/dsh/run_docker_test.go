@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,12 +54,7 @@ func TestRunDockerConfined(t *testing.T) {
 	if out, err := exec.Command("docker", "image", "inspect", "dsh/base:latest").CombinedOutput(); err != nil {
 		t.Fatalf("image dsh/base:latest: %v %s (build it with: make images)", err, out)
 	}
-	bin := filepath.Join(t.TempDir(), "dsh")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building static dsh: %v\n%s", err, out)
-	}
+	bin := staticDsh(t)
 
 	code, out, errOut := dshDocker(t, bin, "--image", "dsh/base:latest", "--", "bash", "-c", "id -u; cat /proc/self/status")
 	if code != 0 {

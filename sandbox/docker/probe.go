@@ -19,8 +19,10 @@ type Report struct {
 	// Engine is the daemon's version and API version when it answered.
 	Engine      string
 	EngineError string
-	// CgroupVersion is the daemon's cgroup version ("1" or "2").
+	// CgroupVersion is the daemon's cgroup version ("1" or "2") and
+	// CgroupDriver its cgroup driver (cgroupfs, systemd).
 	CgroupVersion string
+	CgroupDriver  string
 	// Seccomp reports whether the daemon supports seccomp filters.
 	Seccomp bool
 	// Image is the image probed; ImagePresent whether it is there locally.
@@ -62,6 +64,7 @@ func Probe(ctx context.Context, opts *Options, image string) *Report {
 	}
 	r.Engine = fmt.Sprintf("Docker Engine %s, API %s", info.ServerVersion, d.cli.ClientVersion())
 	r.CgroupVersion = info.CgroupVersion
+	r.CgroupDriver = info.CgroupDriver
 	r.Seccomp = slices.ContainsFunc(info.SecurityOptions, func(o string) bool { return strings.Contains(o, "name=seccomp") })
 	if !r.Seccomp {
 		r.Problems = append(r.Problems, "the Docker engine has no seccomp support; worlds would run without a syscall filter")
