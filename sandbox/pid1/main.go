@@ -41,6 +41,7 @@ func Main() int {
 	// pid namespace, leave the children running. Notify (unlike Ignore)
 	// keeps SIGPIPE at its default in the children.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	resetIgnoredSignals()
 	// Outside a pid namespace, become the subreaper of everything we
 	// start, so orphans stay within reach of the final kill.
 	if os.Getpid() != 1 {
