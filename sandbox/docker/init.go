@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
@@ -42,22 +41,3 @@ func dialInit(ctx context.Context, conn io.ReadWriteCloser) (initClient, error) 
 	}
 	return c, nil
 }
-
-// startError adds the standard library's meaning to the init's start
-// failures, so callers that know only os errors map them to shell codes
-// (not found: os.ErrNotExist, 127; not executable: os.ErrPermission, 126)
-// while errors.Is still finds the pid1 kinds.
-func startError(err error) error {
-	switch {
-	case errors.Is(err, pid1.ErrNotFound):
-		return &kindError{err, os.ErrNotExist}
-	case errors.Is(err, pid1.ErrNotExecutable):
-		return &kindError{err, os.ErrPermission}
-	}
-	return err
-}
-
-type kindError struct{ err, kind error }
-
-func (e *kindError) Error() string   { return e.err.Error() }
-func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }

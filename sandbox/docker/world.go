@@ -69,11 +69,7 @@ func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Proce
 	if p.Dir == "" {
 		p.Dir = w.workspace
 	}
-	proc, err := w.init.Start(ctx, p)
-	if err != nil {
-		return nil, startError(err)
-	}
-	return proc, nil
+	return w.init.Start(ctx, p)
 }
 
 // Close kills every process (closing the init's connection makes it

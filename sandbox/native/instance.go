@@ -3,10 +3,8 @@ package native
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
@@ -58,30 +56,8 @@ func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.P
 		}
 		p.Env = append(env, in.proxyEnv...)
 	}
-	proc, err := in.client.Start(ctx, p)
-	if err != nil {
-		return nil, startError(err)
-	}
-	return proc, nil
+	return in.client.Start(ctx, p)
 }
-
-// startError adds the standard causes execworld maps to shell statuses
-// (exec.ErrNotFound: 127, EACCES: 126) to pid1's typed start errors.
-func startError(err error) error {
-	switch {
-	case errors.Is(err, pid1.ErrNotFound):
-		return &wrapped{err, exec.ErrNotFound}
-	case errors.Is(err, pid1.ErrNotExecutable):
-		return &wrapped{err, syscall.EACCES}
-	}
-	return err
-}
-
-// wrapped is err, also matching cause in errors.Is.
-type wrapped struct{ err, cause error }
-
-func (w *wrapped) Error() string   { return w.err.Error() }
-func (w *wrapped) Unwrap() []error { return []error{w.err, w.cause} }
 
 // Close kills every process of the world and removes its cgroup, egress
 // socket and state directory. It is idempotent and safe to call

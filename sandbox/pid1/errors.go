@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 var (
-	// ErrNotFound means argv[0] was not found (shell code 127).
-	ErrNotFound = errors.New("pid1: executable not found")
+	// ErrNotFound means argv[0] was not found (shell code 127). It is
+	// sandbox.ErrNotFound, so callers need not know the driver.
+	ErrNotFound = sandbox.ErrNotFound
 	// ErrNotExecutable means argv[0] exists but cannot be executed: no
 	// execute permission, a directory, or not a valid executable (shell
-	// code 126).
-	ErrNotExecutable = errors.New("pid1: not executable")
+	// code 126). It is sandbox.ErrNotExecutable.
+	ErrNotExecutable = sandbox.ErrNotExecutable
 	// ErrBadDir means the working directory does not exist or is not a
 	// directory.
 	ErrBadDir = errors.New("pid1: working directory unusable")
