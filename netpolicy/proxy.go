@@ -65,6 +65,10 @@ type ProxyOptions struct {
 	// MaxConnsPerWorld caps the client connections one world may hold
 	// open at once; further connections get 503. If zero, 1024.
 	MaxConnsPerWorld int
+	// Private are other listening addresses of this process (a metrics
+	// listener) that the proxy must refuse to connect to, as it refuses
+	// its own listeners.
+	Private []netip.AddrPort
 }
 
 // Proxy is an HTTP forward proxy (absolute-form requests) and CONNECT
@@ -113,6 +117,9 @@ func NewProxy(d *Dialer, opts *ProxyOptions) *Proxy {
 		p.opts = *opts
 	}
 	o := &p.opts
+	for _, ap := range o.Private {
+		p.addSelfLocked(ap)
+	}
 	if o.World == "" {
 		o.World = "default"
 	}
@@ -199,15 +206,20 @@ func (p *Proxy) trackListener(l net.Listener) bool {
 	}
 	p.listeners[l] = struct{}{}
 	if ta, ok := l.Addr().(*net.TCPAddr); ok {
-		ap := ta.AddrPort()
-		ip := ap.Addr().Unmap()
-		if ip.IsUnspecified() {
-			p.selfAny[ap.Port()] = true
-		} else {
-			p.selfAddrs = append(p.selfAddrs, netip.AddrPortFrom(ip, ap.Port()))
-		}
+		p.addSelfLocked(ta.AddrPort())
 	}
 	return true
+}
+
+// addSelfLocked records ap as an address of this process that must never
+// be a destination. p.mu is held (or p is not yet shared).
+func (p *Proxy) addSelfLocked(ap netip.AddrPort) {
+	ip := ap.Addr().Unmap()
+	if ip.IsUnspecified() {
+		p.selfAny[ap.Port()] = true
+	} else {
+		p.selfAddrs = append(p.selfAddrs, netip.AddrPortFrom(ip, ap.Port()))
+	}
 }
 
 func (p *Proxy) untrackListener(l net.Listener) {

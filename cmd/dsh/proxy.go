@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -112,8 +113,13 @@ func runProxy(cmd *cobra.Command, _ []string) error {
 		ms = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 
+	var private []netip.AddrPort
+	if ta, ok := addrOf(ml).(*net.TCPAddr); ok {
+		private = append(private, ta.AddrPort())
+	}
 	p := netpolicy.NewProxy(&netpolicy.Dialer{Policy: pol}, &netpolicy.ProxyOptions{
 		World:   world,
+		Private: private, // the metrics listener is never a destination
 		Audit:   audit,
 		Metrics: metrics,
 		Logger:  slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
@@ -183,4 +189,12 @@ func describeAddr(l net.Listener) string {
 		return "unix:" + l.Addr().String()
 	}
 	return l.Addr().String()
+}
+
+// addrOf is l's address, or nil when there is no listener.
+func addrOf(l net.Listener) net.Addr {
+	if l == nil {
+		return nil
+	}
+	return l.Addr()
 }

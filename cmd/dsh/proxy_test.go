@@ -152,3 +152,22 @@ func TestProxyCommandRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyCommandRefusesItsMetricsListener: even a policy that allows all
+// of loopback cannot reach the proxy's own metrics endpoint through it.
+func TestProxyCommandRefusesItsMetricsListener(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := l.Addr().String()
+	l.Close()
+	allowed := loopbackListener(t)
+	sock := startDshProxy(t, "--allow", "127.0.0.0/8", "--metrics", metrics)
+	if code, _ := connectStatus(t, sock, allowed); code != 200 {
+		t.Fatalf("CONNECT to allowed %s: status %d, want 200", allowed, code)
+	}
+	if code, reason := connectStatus(t, sock, metrics); code != 403 {
+		t.Errorf("CONNECT to the metrics listener %s: status %d (%s), want 403", metrics, code, reason)
+	}
+}
