@@ -88,9 +88,7 @@ func parseHost(in string) (hostInfo, error) {
 		return hostInfo{}, err
 	}
 	h = lowerASCII(h)
-	if strings.HasSuffix(h, ".") {
-		h = h[:len(h)-1]
-	}
+	h = strings.TrimSuffix(h, ".")
 	if h == "" {
 		return hostInfo{}, invalidf(in, "empty host")
 	}

@@ -504,6 +504,7 @@ func TestFetcherHasNoProxyAndNoJar(t *testing.T) {
 	if tr.Proxy != nil {
 		t.Errorf("Transport.Proxy is set: an HTTP(S)_PROXY would carry requests past the policy check")
 	}
+	//lint:ignore SA1019 the deprecated dial hooks must be unset too, or they would bypass DialContext
 	if tr.DialContext == nil || tr.DialTLSContext != nil || tr.Dial != nil || tr.DialTLS != nil {
 		t.Errorf("transport does not dial only through the guarded DialContext")
 	}

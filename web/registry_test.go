@@ -12,7 +12,6 @@ type fakeProvider struct {
 	unavail error
 	hits    map[string][]Source
 	err     map[string]error
-	calls   []string
 }
 
 func (f *fakeProvider) ID() string       { return f.id }

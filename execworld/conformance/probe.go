@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 )
 
@@ -23,7 +22,8 @@ func buildProbe() ([]byte, error) {
 	probeBin.once.Do(func() {
 		goBin, err := exec.LookPath("go")
 		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+			probeBin.err = fmt.Errorf("the conformance probe is built with the go tool, which is not on PATH: %w", err)
+			return
 		}
 		dir, err := os.MkdirTemp("", "dsh-probe-build-")
 		if err != nil {

@@ -28,7 +28,9 @@ var defaultProfile = sync.OnceValues(func() (string, error) {
 		}
 		sc.Names = slices.DeleteFunc(sc.Names, func(n string) bool { return slices.Contains(alsoDenied, n) })
 	}
-	// Rules left with no names would be rejected by the daemon.
+	// Rules left with no names would be rejected by the daemon. (Name is
+	// the legacy single-name form; a rule using it still names a syscall.)
+	//lint:ignore SA1019 the legacy field must be read to keep such rules
 	p.Syscalls = slices.DeleteFunc(p.Syscalls, func(sc *mobyseccomp.Syscall) bool { return len(sc.Names) == 0 && sc.Name == "" })
 	b, err := json.Marshal(p)
 	return string(b), err

@@ -3,7 +3,6 @@ package native
 import (
 	"context"
 	"io"
-	"sync"
 
 	"github.com/dsh-dev/dsh/sandbox"
 )
@@ -27,7 +26,6 @@ type Options struct {
 // Driver opens native sandboxes. It is safe for concurrent use.
 type Driver struct {
 	opts Options
-	once sync.Once
 }
 
 // New returns a driver; opts may be nil.
