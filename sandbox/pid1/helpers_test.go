@@ -1,6 +1,7 @@
 package pid1
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -266,4 +267,23 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return c
+}
+
+// startReportingPid starts spec, whose first line of output is the pid of
+// a process it started, and returns the process and that pid.
+func startReportingPid(t *testing.T, c *Client, spec sandbox.ProcessSpec) (sandbox.Process, int) {
+	t.Helper()
+	p, err := c.Start(ctx(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(line, &pid); err != nil {
+		t.Fatalf("first line %q is not a pid: %v", line, err)
+	}
+	return p, pid
 }

@@ -1,8 +1,6 @@
 package pid1
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -34,16 +32,7 @@ func TestServeInProcess(t *testing.T) {
 		t.Fatalf("emit: %v, %d bytes", st, len(out))
 	}
 
-	p, err := c.Start(ctx(t), shell(`sleep 1000 & echo $!; exec sleep 1000`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gpid int
-	fmt.Sscan(line, &gpid)
+	p, gpid := startReportingPid(t, c, shell(`sleep 1000 & echo $!; exec sleep 1000`))
 	start, _, _ := procStat(gpid)
 	leader := p.(interface{ Pid() int }).Pid()
 	leaderStart, _, _ := procStat(leader)

@@ -135,16 +135,7 @@ func TestConcurrentProcesses(t *testing.T) {
 func TestSignalKillsGroup(t *testing.T) {
 	ip := startInit(t, nil)
 	// The grandchild keeps stdout open, so stdout ends only when it dies.
-	p, err := ip.client.Start(ctx(t), shell(`sleep 1000 & echo $!; sleep 1000`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gpid int
-	fmt.Sscan(line, &gpid)
+	p, gpid := startReportingPid(t, ip.client, shell(`sleep 1000 & echo $!; sleep 1000`))
 	start, _, ok := procStat(gpid)
 	if !ok {
 		t.Fatalf("grandchild %d not found", gpid)
@@ -185,16 +176,7 @@ func TestCloseKillsEverything(t *testing.T) {
 	for range 3 {
 		// "escape" puts a grandchild in a session of its own, out of the
 		// process group Signal reaches.
-		p, err := ip.client.Start(ctx(t), helper("escape"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		var gpid int
-		fmt.Sscan(line, &gpid)
+		p, gpid := startReportingPid(t, ip.client, helper("escape"))
 		note(p.(interface{ Pid() int }).Pid())
 		note(gpid)
 		procs = append(procs, p)
@@ -369,16 +351,7 @@ func TestStartCancelled(t *testing.T) {
 
 func TestInitSIGTERMKillsEverything(t *testing.T) {
 	ip := startInit(t, nil)
-	p, err := ip.client.Start(ctx(t), helper("escape"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gpid int
-	fmt.Sscan(line, &gpid)
+	p, gpid := startReportingPid(t, ip.client, helper("escape"))
 	start, _, _ := procStat(gpid)
 	ip.cmd.Process.Signal(syscall.SIGTERM)
 	<-ip.waited
