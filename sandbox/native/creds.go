@@ -45,16 +45,19 @@ func allThreadsAvailable() bool {
 	return e != syscall.ENOTSUP
 }
 
-// dropPrivileges confines threads through sys. With threadSyscall the
-// calling OS thread must be locked and must call execve next: credentials
-// are per thread, and with cgo linked Go cannot change those of every
-// thread, so only the thread execve keeps is confined. With
-// syscall.AllThreadsSyscall every thread is, and the init may go on
-// without execve.
+// dropExecPrivileges empties the bounding and ambient capability sets,
+// locks securebits and sets no_new_privs on the threads sys reaches.
+// None of these touch the effective set the setup still uses: they only
+// limit what a later execve (or a child's) can grant. So the init does
+// them in package initialisation, on every thread while the runtime has
+// only its first one or two (see init in init.go): each
+// syscall.AllThreadsSyscall is one signal round over all threads, and
+// the 41 bounding-set drops dominate confinement time. Threads started
+// later are cloned from confined ones and inherit all four.
 //
-// Order matters: the bounding set and securebits need CAP_SETPCAP, so
-// they go before the identity change and the capset that remove it.
-func dropPrivileges(sys syscaller, uid, gid uint32, groups []uint32) error {
+// They need CAP_SETPCAP, so they go before the identity change and the
+// capset that remove it.
+func dropExecPrivileges(sys syscaller) error {
 	last := lastCap
 	if v, ok := readInt("/proc/sys/kernel/cap_last_cap"); ok && v < lastCap {
 		last = v
@@ -73,6 +76,21 @@ func dropPrivileges(sys syscaller, uid, gid uint32, groups []uint32) error {
 	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); e != 0 {
 		return fmt.Errorf("clearing ambient capabilities: %w", e)
 	}
+	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); e != 0 {
+		return fmt.Errorf("setting no_new_privs: %w", e)
+	}
+	return nil
+}
+
+// dropPrivileges switches the threads sys reaches to uid/gid with no
+// capability left; dropExecPrivileges must have run on them first. With
+// threadSyscall the calling OS thread must be locked and must call
+// execve next: credentials are per thread, and with cgo linked Go cannot
+// change those of every thread, so only the thread execve keeps is
+// confined. With syscall.AllThreadsSyscall every thread is, and the init
+// may go on without execve. Either way the caller must be the locked
+// thread that lives as long as the init (see the parent-death signal).
+func dropPrivileges(sys syscaller, uid, gid uint32, groups []uint32) error {
 	if err := setIdentity(sys, uid, gid, groups); err != nil {
 		return err
 	}
@@ -81,12 +99,12 @@ func dropPrivileges(sys syscaller, uid, gid uint32, groups []uint32) error {
 	if _, _, e := sys(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
 		return fmt.Errorf("clearing capabilities: %w", e)
 	}
-	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); e != 0 {
-		return fmt.Errorf("setting no_new_privs: %w", e)
-	}
 	// Changing the euid cleared the parent-death signal; the sandbox must
-	// still die with dsh.
-	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0); e != 0 {
+	// still die with dsh. One thread is enough: when dsh's spawner thread
+	// exits, the kernel sends each thread's parent-death signal (if any)
+	// to the whole init process, and this thread — locked, running the
+	// main goroutine — exists as long as the init does.
+	if _, _, e := threadSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0); e != 0 {
 		return fmt.Errorf("setting the parent-death signal: %w", e)
 	}
 	return nil

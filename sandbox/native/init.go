@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -37,8 +38,25 @@ const (
 // portEnv carries the forwarder's port from stage 1 to stage 2.
 const portEnv = "DSH_NATIVE_PROXY_PORT"
 
+// execDropErr is the result of dropExecPrivileges on every thread during
+// package initialisation of stage 1: nil when done, an error wrapping
+// ENOTSUP when cgo is linked (stage 1 then confines its locked thread
+// and execs), anything else a failure stage 1 reports.
+var execDropErr error
+
+// execDropTime is how long that took, for DSH_NATIVE_TRACE.
+var execDropTime time.Duration
+
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == InitArg && len(os.Args) == 2 {
+		// Now the runtime has the fewest threads it will ever have (3
+		// measured: the main one, sysmon and one more; stage 1 later has
+		// 4-5), so each of the 44 all-threads rounds is cheapest; the
+		// template thread LockOSThread starts is cloned after it and
+		// inherits the result. The setup needs none of what is dropped.
+		t0 := time.Now()
+		execDropErr = dropExecPrivileges(syscall.AllThreadsSyscall)
+		execDropTime = time.Since(t0)
 		// Stage 1 changes credentials of this thread and then calls
 		// execve from it, so it must stay on one thread. Package init
 		// runs on the main thread; keep the main goroutine there.
@@ -115,7 +133,11 @@ func stage1() error {
 	if n, _ := os.NewFile(fdSync, "sync").Read(b[:]); n != 1 {
 		return errors.New("native init: dsh went away before the sandbox was placed in its cgroup")
 	}
+	if execDropErr != nil && !errors.Is(execDropErr, syscall.ENOTSUP) {
+		return execDropErr
+	}
 	tr := newTracer(cfg.Trace)
+	tr.note("drop(exec, init)", execDropTime)
 	tr.mark("sync")
 	if err := buildRoot(cfg); err != nil {
 		return err
@@ -157,7 +179,14 @@ func stage1() error {
 	if err := unix.CloseRange(fdSync, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("marking descriptors close-on-exec: %w", err)
 	}
-	if len(cfg.Exec) == 0 && allThreadsAvailable() {
+	allThreads := execDropErr == nil
+	if !allThreads {
+		// cgo: only the locked thread, which calls execve below.
+		if err := dropExecPrivileges(threadSyscall); err != nil {
+			return err
+		}
+	}
+	if len(cfg.Exec) == 0 && allThreads {
 		// Every thread can be confined at once: serve from this
 		// process, saving the second start of the binary.
 		if err := dropPrivileges(syscall.AllThreadsSyscall, cfg.UID, cfg.GID, cfg.Groups); err != nil {

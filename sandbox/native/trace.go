@@ -23,3 +23,10 @@ func (t *tracer) mark(step string) {
 	fmt.Fprintf(os.Stderr, "dsh init: %-18s %8.3f ms\n", step, float64(now.Sub(t.last).Microseconds())/1000)
 	t.last = now
 }
+
+// note prints a step measured elsewhere (before the tracer existed).
+func (t *tracer) note(step string, d time.Duration) {
+	if t.on {
+		fmt.Fprintf(os.Stderr, "dsh init: %-18s %8.3f ms\n", step, float64(d.Microseconds())/1000)
+	}
+}
