@@ -92,7 +92,7 @@ func newCgroup(id string, r *specs.LinuxResources) (worldCgroup, error) {
 	if err != nil {
 		return nil, &unavailableError{Step: "create cgroup v1 " + cgroupParent + "/" + id, Err: err, Fix: cgroupFix}
 	}
-	return &cgroupV1{c: c}, nil
+	return newCgroupV1(c, id), nil
 }
 
 // newCgroupV2 creates a world cgroup on the unified hierarchy mounted at
@@ -142,7 +142,7 @@ func loadCgroup(id string) (worldCgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cgroupV1{c: c}, nil
+	return newCgroupV1(c, id), nil
 }
 
 // leftoverCgroups lists the world ids that have a cgroup.
@@ -168,7 +168,20 @@ func leftoverCgroups() []string {
 	return ids
 }
 
-type cgroupV1 struct{ c cgroup1.Cgroup }
+type cgroupV1 struct {
+	c cgroup1.Cgroup
+	// dirs are the group's directories, one per hierarchy, in the order
+	// removeEmpty removes them: freezer first, memory last.
+	dirs []string
+}
+
+func newCgroupV1(c cgroup1.Cgroup, id string) *cgroupV1 {
+	g := &cgroupV1{c: c}
+	for i := len(v1Controllers) - 1; i >= 0; i-- {
+		g.dirs = append(g.dirs, filepath.Join(cgroupRoot, v1Controllers[i], cgroupParent, id))
+	}
+	return g
+}
 
 func (g *cgroupV1) add(pid int) error {
 	return g.c.AddProc(uint64(pid))
@@ -184,9 +197,9 @@ func (g *cgroupV1) setPids(n int64) error {
 // killed, SIGKILLs every member, thaws it so the kills are delivered, and
 // removes it once empty.
 func (g *cgroupV1) destroy() error {
-	if procs, err := g.c.Processes(cgroup1.Freezer, true); err == nil && len(procs) == 0 {
-		// Already empty (the usual case: the init's death emptied it).
-		return g.remove()
+	if g.removeEmpty() {
+		// Already empty: the usual case, the init's death emptied it.
+		return nil
 	}
 	_ = g.c.Freeze()
 	procs, _ := g.c.Processes(cgroup1.Freezer, true)
@@ -206,6 +219,23 @@ func (g *cgroupV1) destroy() error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return g.remove()
+}
+
+// removeEmpty removes the group with one rmdir per hierarchy and reports
+// whether it is gone. The kernel refuses (EBUSY) to remove a cgroup that
+// still holds a process or a child group, so success needs no check of
+// its members first; the library's Processes and Delete walk and stat
+// every file of all four directories, ~2 ms per world on this VM. The
+// freezer goes first and memory last: if any removal is refused, destroy
+// goes on with freeze-and-kill, which finds stragglers in the memory
+// group, and the library's Delete skips hierarchies already removed.
+func (g *cgroupV1) removeEmpty() bool {
+	for _, d := range g.dirs {
+		if err := syscall.Rmdir(d); err != nil && err != syscall.ENOENT {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *cgroupV1) remove() error {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
@@ -64,3 +65,54 @@ func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// On cgroup v1, destroy of a group that still holds a process — the
+// first rmdir is refused — kills the process and removes every
+// hierarchy's directory; of an empty group it removes them all.
+func TestCgroupV1DestroyKillsMembersAndRemoves(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("cgroup v1 only")
+	}
+	limit := int64(64)
+	for _, member := range []bool{true, false} {
+		id, err := newWorldID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg, err := newCgroup(id, &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cg.destroy() })
+		var cmd *exec.Cmd
+		if member {
+			cmd = exec.Command("sleep", "100")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go cmd.Wait()
+			if err := cg.add(cmd.Process.Pid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cg.destroy(); err != nil {
+			t.Fatalf("destroy (member %v): %v", member, err)
+		}
+		if member {
+			deadline := time.Now().Add(5 * time.Second)
+			for alive(cmd.Process.Pid) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if alive(cmd.Process.Pid) {
+				t.Error("process in the destroyed cgroup survived")
+			}
+		}
+		for _, c := range v1Controllers {
+			if _, err := os.Stat(filepath.Join(cgroupRoot, c, cgroupParent, id)); err == nil {
+				t.Errorf("cgroup %s/%s/%s survived destroy (member %v)", c, cgroupParent, id, member)
+			}
+		}
+	}
+}
