@@ -198,7 +198,7 @@ func stage1() error {
 		}
 		tr.mark("seccomp")
 		os.Clearenv()
-		return serve(cfg.ProxyPort, cfg.Egress != "")
+		return serve(tr, cfg.ProxyPort, cfg.Egress != "")
 	}
 	if len(cfg.Exec) == 0 {
 		if _, err := unix.FcntlInt(fdReady, unix.F_SETFD, 0); err != nil {
@@ -247,12 +247,12 @@ func lookPath(file string, env []string) (string, error) {
 func stage2() error {
 	port, _ := strconv.Atoi(os.Getenv(portEnv))
 	os.Clearenv()
-	return serve(port, port != 0)
+	return serve(newTracer(false), port, port != 0)
 }
 
 // serve runs the confined init: the egress forwarder (with egress) and
 // pid1 over stdin/stdout. It reports readiness first.
-func serve(port int, egress bool) error {
+func serve(tr *tracer, port int, egress bool) error {
 	// Not dumpable: processes of the sandbox (same uid, no capabilities)
 	// cannot open /proc/1/exe, /proc/1/fd or ptrace-attach the init.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
@@ -266,7 +266,9 @@ func serve(port int, egress bool) error {
 		f := &forwarder{l: l, path: egressPath}
 		go f.serve()
 	}
+	tr.mark("forwarder")
 	prewarmThreads(initThreads)
+	tr.mark("threads")
 	ready := os.NewFile(fdReady, "ready")
 	if _, err := ready.Write([]byte{0}); err != nil {
 		return fmt.Errorf("reporting readiness: %w", err)
