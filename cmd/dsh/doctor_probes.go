@@ -17,7 +17,7 @@ func driverNamesForDoctor() []string { return []string{"native", "docker", "host
 func probeDriver(ctx context.Context, name string, cfg *config.Config) driverReport {
 	switch name {
 	case "native":
-		return probeNative(ctx)
+		return probeNative(ctx, cfg.Sandbox.Limits.Off)
 	case "docker":
 		return probeDocker(ctx, cfg.Sandbox.Image)
 	case "host":
@@ -59,9 +59,16 @@ func probeDocker(ctx context.Context, image string) driverReport {
 	return rep
 }
 
-func probeNative(ctx context.Context) driverReport {
+// probeNative reports the native driver. With limits off
+// (sandbox.limits.off) worlds need no cgroup, so an unwritable cgroup
+// hierarchy does not keep the driver from being ready.
+func probeNative(ctx context.Context, limitsOff bool) driverReport {
 	r := native.New(nil).Probe(ctx)
-	rep := driverReport{Name: "native", Confines: true, Ready: r.Ready()}
+	ready := r.Ready()
+	if limitsOff {
+		ready = r.UserNamespaces && r.PivotRoot && r.Seccomp
+	}
+	rep := driverReport{Name: "native", Confines: true, Ready: ready}
 	add := func(name string, ok bool, detail string) {
 		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
 	}
@@ -73,7 +80,10 @@ func probeNative(ctx context.Context) driverReport {
 	if !r.CgroupWritable {
 		cg += ", not writable by this user"
 	}
-	add("cgroups", r.CgroupWritable, cg)
+	if limitsOff {
+		cg += "; limits are off (sandbox.limits.off), so worlds run without memory, pids and cpu limits"
+	}
+	add("cgroups", r.CgroupWritable || limitsOff, cg)
 	add("seccomp", r.Seccomp, "")
 	landlock := "unavailable (optional)"
 	if r.LandlockABI > 0 {

@@ -55,6 +55,7 @@ Use --policy and --allow to change it for one run.`,
 	f.String("memory", "", "memory limit, such as 512MiB or 2G")
 	f.Int("pids", 0, "maximum number of processes")
 	f.Float64("cpus", 0, "CPUs' worth of time, such as 1.5")
+	f.Bool("no-limits", false, "run without memory, pids and cpu limits (where dsh cannot write cgroups); all other confinement stays")
 	f.Duration("timeout", 0, "end the command after this long (SIGTERM to its processes, 3s, SIGKILL) and exit 124; 0 means no timeout")
 	f.StringArray("env", nil, "environment entry K=V for the command (repeatable); the host environment never enters")
 	f.Bool("json", false, "print one JSON object with the status and the output tails instead of streaming the output")
@@ -64,6 +65,7 @@ Use --policy and --allow to change it for one run.`,
 	bindConfigFlag(cmd, "memory", "sandbox.limits.memory")
 	bindConfigFlag(cmd, "pids", "sandbox.limits.pids")
 	bindConfigFlag(cmd, "cpus", "sandbox.limits.cpus")
+	bindConfigFlag(cmd, "no-limits", "sandbox.limits.off")
 	return cmd
 }
 
@@ -268,6 +270,15 @@ func runSpec(cmd *cobra.Command, cfg *config.Config) (*sandbox.Spec, error) {
 	}
 	spec.Masks = append(spec.Masks, cfg.Sandbox.Masks...)
 	lim := cfg.Sandbox.Limits
+	if lim.Off {
+		for _, f := range []string{"memory", "pids", "cpus"} {
+			if cmd.Flags().Changed(f) {
+				return nil, fmt.Errorf("--%s sets a limit, but limits are off (--no-limits or sandbox.limits.off); drop one of them", f)
+			}
+		}
+		spec.Resources = nil
+		return spec, nil
+	}
 	if lim.Memory != "" {
 		n, err := config.ParseSize(lim.Memory)
 		if err != nil || n <= 0 {

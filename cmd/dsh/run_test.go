@@ -61,6 +61,7 @@ func TestRunStatuses(t *testing.T) {
 		{[]string{"--unconfined", "--memory", "lots", "--", "true"}, 125, "memory"},
 		{[]string{"--unconfined", "--allow", "not a host!", "--", "true"}, 125, "egress policy"},
 		{[]string{"--unconfined", "--env", "NOEQUALS", "--", "true"}, 125, "--env"},
+		{[]string{"--unconfined", "--no-limits", "--memory", "1G", "--", "true"}, 125, "limits are off"},
 	} {
 		code, _, stderr := dshRun(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.inStderr) {

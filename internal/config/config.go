@@ -39,6 +39,11 @@ type Limits struct {
 	Pids int `mapstructure:"pids"`
 	// CPUs is the number of CPUs' worth of time. If zero, 2.
 	CPUs float64 `mapstructure:"cpus"`
+	// Off runs worlds with no memory, pids or cpu limits, for hosts where
+	// dsh cannot write cgroups (an unprivileged user on cgroup v1). It is
+	// an explicit choice, never a fallback: filesystem, network and
+	// syscall confinement are unchanged. Default false.
+	Off bool `mapstructure:"off"`
 }
 
 // Policy is an egress policy, as netpolicy.Config reads it.

@@ -73,7 +73,8 @@ func limits(r *specs.LinuxResources) (*specs.LinuxResources, bool, error) {
 // cgroupFix is the advice given when limits cannot be set.
 // A world without limits (Spec.Resources nil) needs no cgroup.
 const cgroupFix = "memory/pids/cpu limits need a writable cgroup: run dsh as root, or on a cgroup v2 host " +
-	"inside a delegated scope (systemd-run --user --scope -p Delegate=yes dsh ...), or use --driver docker"
+	"inside a delegated scope (systemd-run --user --scope -p Delegate=yes dsh ...), or use --driver docker; " +
+	"or, knowingly, run without resource limits: dsh run --no-limits (config sandbox.limits.off: true)"
 
 func unified() bool { return cgroups.Mode() == cgroups.Unified }
 
