@@ -155,7 +155,7 @@ func TestEnvironment(t *testing.T) {
 	w, _ := execworldtest.NewWorld(t, &execworld.Options{Spec: spec})
 	res := run(t, w, &execworld.Cmd{Argv: []string{"env"}, Env: []string{"OVERRIDE=cmd", "EXPLICIT=1"}})
 	got := strings.Fields(res.Stdout.String())
-	want := []string{spec.Env[0], spec.Env[1], "FROM_SPEC=spec", "OVERRIDE=cmd", "EXPLICIT=1"}
+	want := append(sandbox.DefaultSpec("").Env, "FROM_SPEC=spec", "OVERRIDE=cmd", "EXPLICIT=1")
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("env = %q, want exactly %q", got, want)
 	}

@@ -92,10 +92,12 @@ func DefaultSpec(workspace string) *Spec {
 	period := uint64(100000)
 	quota := int64(DefaultCPUs * float64(period))
 	return &Spec{
-		Workspace:       workspace,
-		Image:           "dsh/base:latest",
-		Hostname:        "dsh",
-		Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
+		Workspace: workspace,
+		Image:     "dsh/base:latest",
+		Hostname:  "dsh",
+		// HOME is the world's private, writable /tmp: tools keep caches and
+		// dotfiles under $HOME, and the host's home is never the world's.
+		Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/tmp"},
 		ReadonlyRoot:    true,
 		NoNewPrivileges: true,
 		Capabilities:    &specs.LinuxCapabilities{},

@@ -149,6 +149,19 @@ func checkEnv(ctx context.Context, s *suite) error {
 	if !strings.Contains(env, "DSH_CONFORMANCE_EXPLICIT=yes") {
 		return fmt.Errorf("an explicit environment entry is missing:\n%s", env)
 	}
+	// Tools keep caches under $HOME: it must be a writable directory of
+	// the world's own, never the host user's home.
+	res, err = w.run(ctx, &execworld.Cmd{Argv: []string{"/bin/sh", "-c", `test -n "$HOME" && touch "$HOME/.dsh-conformance" && echo "$HOME"`}})
+	if err != nil {
+		return err
+	}
+	home := strings.TrimSpace(res.Stdout.String())
+	if res.ExitCode() != 0 || home == "" {
+		return fmt.Errorf("HOME is unset or not writable inside the world (status %d, stderr %q)", res.ExitCode(), res.Stderr.String())
+	}
+	if home == s.fakeHome {
+		return fmt.Errorf("HOME inside the world is the host's home %s", home)
+	}
 	return nil
 }
 
