@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 const (
@@ -141,4 +142,19 @@ func deadline(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// openFixtureWorld opens a world of the fixture image with d, removed
+// when the test ends.
+func openFixtureWorld(t testing.TB, cli *client.Client, d *Driver) *world {
+	t.Helper()
+	spec := sandbox.DefaultSpec(workspace(t))
+	spec.Image = fixtureImage
+	inst, err := d.Open(deadline(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := inst.(*world)
+	cleanupWorld(t, cli, w)
+	return w
 }

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // deadPID returns the pid of a process that has exited.
@@ -26,17 +24,7 @@ func deadPID(t *testing.T) int {
 func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
 	cli := newClient(t)
 	requireImage(t, cli, fixtureImage)
-	open := func(d *Driver) *world {
-		spec := sandbox.DefaultSpec(workspace(t))
-		spec.Image = fixtureImage
-		inst, err := d.Open(deadline(t), spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := inst.(*world)
-		cleanupWorld(t, cli, w)
-		return w
-	}
+	open := func(d *Driver) *world { return openFixtureWorld(t, cli, d) }
 	live := open(rawDriver(t, "cat"))
 	crashed := rawDriver(t, "cat")
 	crashed.owner.pid = deadPID(t)

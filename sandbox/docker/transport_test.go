@@ -40,14 +40,7 @@ func TestAttachStreamRoundTrip(t *testing.T) {
 	cli := newClient(t)
 	requireImage(t, cli, fixtureImage)
 	d := rawDriver(t, "sh", "-c", "echo to-stderr >&2; exec cat")
-	spec := sandbox.DefaultSpec(workspace(t))
-	spec.Image = fixtureImage
-	inst, err := d.Open(deadline(t), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := inst.(*world)
-	cleanupWorld(t, cli, w)
+	w := openFixtureWorld(t, cli, d)
 	conn := w.init.(*rawInit).conn
 	// Binary data larger than one docker frame, with bytes that look like
 	// frame headers.
@@ -74,14 +67,7 @@ func TestConnectionEndStopsWorld(t *testing.T) {
 	cli := newClient(t)
 	requireImage(t, cli, fixtureImage)
 	d := rawDriver(t, "cat")
-	spec := sandbox.DefaultSpec(workspace(t))
-	spec.Image = fixtureImage
-	inst, err := d.Open(deadline(t), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := inst.(*world)
-	cleanupWorld(t, cli, w)
+	w := openFixtureWorld(t, cli, d)
 	w.conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
