@@ -24,9 +24,18 @@ import (
 
 const childEnv = "DSH_PROXYBENCH_CHILD"
 
+// childMains are the other processes this binary can be re-executed as,
+// by the environment variable that selects them and carries their argument.
+var childMains = map[string]func(arg string) int{}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(runChild())
+	}
+	for env, main := range childMains {
+		if arg := os.Getenv(env); arg != "" {
+			os.Exit(main(arg))
+		}
 	}
 	os.Exit(m.Run())
 }
@@ -61,8 +70,15 @@ type child struct {
 // startChild runs the proxy in a child process allowing allow.
 func startChild(b *testing.B, allow ...string) child {
 	b.Helper()
+	return startChildEnv(b, childEnv+"=1", "DSH_PROXYBENCH_ALLOW="+strings.Join(allow, ","))
+}
+
+// startChildEnv re-executes this binary with env added, reads the address
+// the child prints, and stops the child (closing its stdin) at cleanup.
+func startChildEnv(b *testing.B, env ...string) child {
+	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "DSH_PROXYBENCH_ALLOW="+strings.Join(allow, ","))
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
