@@ -163,6 +163,38 @@ func listen(b *testing.B, serve func(net.Conn)) string {
 	return l.Addr().String()
 }
 
+// listenSink serves a sink that reads and drops everything, and closes
+// at EOF.
+func listenSink(b *testing.B) string {
+	return listen(b, func(c net.Conn) {
+		buf := make([]byte, 256<<10)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// transfer writes size bytes to a sink over c, half-closes it, and
+// returns how long it took until the sink had them all (it closes at EOF).
+func transfer(b *testing.B, c net.Conn, size int) time.Duration {
+	b.Helper()
+	defer c.Close()
+	buf := make([]byte, 256<<10)
+	start := time.Now()
+	for sent := 0; sent < size; sent += len(buf) {
+		if _, err := c.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.(*net.TCPConn).CloseWrite()
+	if _, err := c.Read(buf[:1]); err != io.EOF {
+		b.Fatalf("waiting for the sink to finish: %v", err)
+	}
+	return time.Since(start)
+}
+
 // connectVia opens a CONNECT tunnel to target through the proxy.
 func connectVia(b *testing.B, proxy, target string) net.Conn {
 	b.Helper()
@@ -196,31 +228,9 @@ func BenchmarkConnectThroughput(b *testing.B) {
 		size  = 32 << 20
 		pairs = 8 // per iteration
 	)
-	sink := listen(b, func(c net.Conn) {
-		buf := make([]byte, 256<<10)
-		for {
-			if _, err := c.Read(buf); err != nil {
-				return
-			}
-		}
-	})
+	sink := listenSink(b)
 	proxy := startChild(b, sink)
-	buf := make([]byte, 256<<10)
-	transfer := func(c net.Conn) time.Duration {
-		defer c.Close()
-		start := time.Now()
-		for sent := 0; sent < size; sent += len(buf) {
-			if _, err := c.Write(buf); err != nil {
-				b.Fatal(err)
-			}
-		}
-		c.(*net.TCPConn).CloseWrite()
-		// The sink closes at EOF: everything has arrived.
-		if _, err := c.Read(buf[:1]); err != io.EOF {
-			b.Fatalf("waiting for the sink to finish: %v", err)
-		}
-		return time.Since(start)
-	}
+	transfer := func(c net.Conn) time.Duration { return transfer(b, c, size) }
 	var direct, proxied, endpointsCPU time.Duration
 	var ratios []float64
 	cpu0 := cpuTime(b, proxy.pid)

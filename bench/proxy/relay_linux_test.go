@@ -5,7 +5,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,71 +169,99 @@ func runRelay(target string) int {
 
 // BenchmarkTunnelBound carries the same bulk transfer to a sink three
 // ways in turn — direct, through dsh's proxy (CONNECT, spliced), and
-// through the kernel relay — and reports each rate and the median
-// per-round ratios to direct.
+// through the kernel relay — and reports for each its rate, the median
+// per-round ratio to direct, and the CPU the whole machine spent per MiB
+// (every process and the kernel, from /proc/stat). The CPU figure bounds
+// what a path can reach: with every core busy, no path moves more than
+// cores / (CPU per MiB); "ceiling" is that bound as a ratio to direct.
 func BenchmarkTunnelBound(b *testing.B) {
 	const size = 32 << 20
 	if os.Geteuid() != 0 {
 		b.Skip("the kernel relay loads a BPF program: run as root")
 	}
-	sink := listen(b, func(c net.Conn) {
-		buf := make([]byte, 256<<10)
-		for {
-			if _, err := c.Read(buf); err != nil {
-				return
-			}
-		}
-	})
+	sink := listenSink(b)
 	proxy := startChild(b, sink)
 	relay := startChildEnv(b, relayEnv+"="+sink)
-	buf := make([]byte, 256<<10)
-	transfer := func(c net.Conn) time.Duration {
-		defer c.Close()
-		start := time.Now()
-		for sent := 0; sent < size; sent += len(buf) {
-			if _, err := c.Write(buf); err != nil {
+	paths := []struct {
+		name string
+		dial func() net.Conn
+		wall time.Duration
+		cpu  time.Duration
+		rel  []float64
+	}{
+		{name: "direct", dial: func() net.Conn {
+			c, err := net.Dial("tcp", sink)
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		c.(*net.TCPConn).CloseWrite()
-		if _, err := c.Read(buf[:1]); err != io.EOF {
-			b.Fatalf("waiting for the sink to finish: %v", err)
-		}
-		return time.Since(start)
+			return c
+		}},
+		{name: "proxy", dial: func() net.Conn { return connectVia(b, proxy.addr, sink) }},
+		{name: "kernel-relay", dial: func() net.Conn {
+			c, err := net.Dial("tcp", relay.addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+				b.Fatalf("relay: %v", err)
+			}
+			return c
+		}},
 	}
-	viaRelay := func() net.Conn {
-		c, err := net.Dial("tcp", relay.addr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
-			b.Fatalf("relay: %v", err)
-		}
-		return c
-	}
-	var direct, proxied, relayed time.Duration
-	var proxyRatios, relayRatios []float64
-	b.SetBytes(3 * size)
+	b.SetBytes(int64(len(paths)) * size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		dc, err := net.Dial("tcp", sink)
-		if err != nil {
-			b.Fatal(err)
+		var direct time.Duration
+		for j := range paths {
+			p := &paths[j]
+			c := p.dial()
+			cpu0 := machineBusy(b)
+			d := transfer(b, c, size)
+			p.cpu += machineBusy(b) - cpu0
+			p.wall += d
+			if j == 0 {
+				direct = d
+			}
+			p.rel = append(p.rel, direct.Seconds()/d.Seconds())
 		}
-		d := transfer(dc)
-		p := transfer(connectVia(b, proxy.addr, sink))
-		r := transfer(viaRelay())
-		direct, proxied, relayed = direct+d, proxied+p, relayed+r
-		proxyRatios = append(proxyRatios, d.Seconds()/p.Seconds())
-		relayRatios = append(relayRatios, d.Seconds()/r.Seconds())
 	}
 	b.StopTimer()
-	slices.Sort(proxyRatios)
-	slices.Sort(relayRatios)
 	mb := float64(size) * float64(b.N) / (1 << 20)
-	b.ReportMetric(mb/direct.Seconds(), "direct-MiB/s")
-	b.ReportMetric(mb/proxied.Seconds(), "proxy-MiB/s")
-	b.ReportMetric(mb/relayed.Seconds(), "kernel-relay-MiB/s")
-	b.ReportMetric(proxyRatios[len(proxyRatios)/2], "proxy/direct")
-	b.ReportMetric(relayRatios[len(relayRatios)/2], "kernel-relay/direct")
+	directRate := mb / paths[0].wall.Seconds()
+	cores := float64(runtime.NumCPU())
+	for _, p := range paths {
+		cpuPerMiB := float64(p.cpu.Microseconds()) / 1000 / mb
+		b.ReportMetric(mb/p.wall.Seconds(), p.name+"-MiB/s")
+		b.ReportMetric(cpuPerMiB, p.name+"-machine-cpu-ms/MiB")
+		if cpuPerMiB > 0 {
+			b.ReportMetric(cores*1000/cpuPerMiB/directRate, p.name+"-ceiling")
+		}
+		if p.name != "direct" {
+			slices.Sort(p.rel)
+			b.ReportMetric(p.rel[len(p.rel)/2], p.name+"/direct")
+		}
+	}
+}
+
+// machineBusy is the CPU time all cores have spent outside idle and
+// iowait since boot (the first line of /proc/stat, in USER_HZ ticks).
+func machineBusy(b *testing.B) time.Duration {
+	b.Helper()
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	var busy int64
+	for i, f := range strings.Fields(line)[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+			continue
+		}
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/stat: %v", err)
+		}
+		busy += n
+	}
+	return time.Duration(busy) * 10 * time.Millisecond
 }
