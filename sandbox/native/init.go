@@ -289,13 +289,18 @@ func serve(tr *tracer, port int, egress bool) error {
 const initThreads = 12
 
 // prewarmThreads makes the Go runtime hold n idle threads: n goroutines
-// each lock a thread at the same time, then let go of it.
+// each lock a thread at the same time, then let go of it. It returns
+// once every one has let go, so the threads are idle and the next
+// blocking syscall reuses one; returning earlier, the runtime could start
+// yet another thread after the driver has counted them (fitPids).
 func prewarmThreads(n int) {
-	var locked sync.WaitGroup
+	var locked, unlocked sync.WaitGroup
 	release := make(chan struct{})
 	for i := 0; i < n; i++ {
 		locked.Add(1)
+		unlocked.Add(1)
 		go func() {
+			defer unlocked.Done()
 			runtime.LockOSThread()
 			locked.Done()
 			<-release
@@ -304,4 +309,5 @@ func prewarmThreads(n int) {
 	}
 	locked.Wait()
 	close(release)
+	unlocked.Wait()
 }
