@@ -61,6 +61,13 @@ type Cmd struct {
 	// the tail, so the Result's stdout tail holds what had been read when
 	// the process exited. Not allowed together with Stdout.
 	StdoutPipe bool
+	// TTY, if set, runs the command on a terminal of this size, made
+	// inside the world (interactive programs, shells): everything it
+	// prints arrives on Stdout (the terminal turns \n into \r\n), Stderr
+	// stays empty, and Stdin or StdinPipe is typed into the terminal.
+	// Running.Resize changes the size.
+	TTY *sandbox.WindowSize
+
 	// MaxOutputBytes is the tail kept of each stream. If zero,
 	// DefaultMaxOutputBytes.
 	MaxOutputBytes int
@@ -181,11 +188,20 @@ func (e *Exec) processSpec(c *Cmd) (sandbox.ProcessSpec, error) {
 	if err != nil {
 		return sandbox.ProcessSpec{}, err
 	}
+	var tty *sandbox.WindowSize
+	if c.TTY != nil {
+		if !c.TTY.Valid() {
+			return sandbox.ProcessSpec{}, fmt.Errorf("%w: terminal size %dx%d: rows and columns must be at least 1", ErrInvalidCmd, c.TTY.Rows, c.TTY.Cols)
+		}
+		size := *c.TTY
+		tty = &size
+	}
 	return sandbox.ProcessSpec{
 		Argv:  append([]string(nil), c.Argv...),
 		Dir:   dir,
 		Env:   env,
 		Stdin: c.Stdin != nil || c.StdinPipe,
+		TTY:   tty,
 	}, nil
 }
 

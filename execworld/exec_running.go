@@ -225,6 +225,10 @@ func (r *Running) Stdout() io.Reader { return r.stdout }
 // Signal sends sig to the process's whole group.
 func (r *Running) Signal(sig syscall.Signal) error { return r.proc.Signal(sig) }
 
+// Resize changes the size of the command's terminal (Cmd.TTY); the
+// program gets SIGWINCH. Without a terminal it returns sandbox.ErrNoTTY.
+func (r *Running) Resize(size sandbox.WindowSize) error { return r.proc.Resize(size) }
+
 // Stop ends the command as a cancel does: SIGTERM to its group, the grace,
 // then SIGKILL. Its Result reports Canceled. It returns at once; Wait for
 // the Result.

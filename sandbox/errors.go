@@ -13,3 +13,7 @@ var (
 	// (status 126).
 	ErrNotExecutable = errors.New("not executable")
 )
+
+// ErrNoTTY is returned by Process.Resize for a process that was started
+// without a terminal (ProcessSpec.TTY).
+var ErrNoTTY = errors.New("the process has no terminal: start it with ProcessSpec.TTY to resize one")

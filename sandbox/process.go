@@ -21,7 +21,21 @@ type ProcessSpec struct {
 	// Stdin reports whether the process gets a stdin pipe. If false, stdin
 	// is /dev/null.
 	Stdin bool
+	// TTY, if set, gives the process a terminal of this size, made inside
+	// the sandbox, instead of pipes: its stdin, stdout and stderr are the
+	// terminal, it leads a new session with the terminal as controlling
+	// terminal, Stdout carries everything shown on the terminal and Stderr
+	// ends empty. With Stdin, what is written to Stdin is typed into it.
+	TTY *WindowSize
 }
+
+// WindowSize is the size of a terminal in character cells.
+type WindowSize struct {
+	Rows, Cols uint16
+}
+
+// Valid reports whether both dimensions are set.
+func (w WindowSize) Valid() bool { return w.Rows > 0 && w.Cols > 0 }
 
 // ExitStatus is how a process ended.
 type ExitStatus struct {
@@ -57,6 +71,10 @@ type Process interface {
 	Stderr() io.Reader
 	// Signal sends sig to the process's whole process group.
 	Signal(sig syscall.Signal) error
+	// Resize changes the size of the process's terminal, which sends
+	// SIGWINCH to its foreground process group. It is an error for a
+	// process started without ProcessSpec.TTY.
+	Resize(size WindowSize) error
 	// Wait blocks until the process has exited and returns its status.
 	// It may be called more than once.
 	Wait() (ExitStatus, error)

@@ -44,6 +44,7 @@ var checks = []check{
 	{"TimeoutLeavesNoProcess", false, checkTimeout},
 	{"OutputTailsExact", false, checkTails},
 	{"ExitCodesPropagate", false, checkExitCodes},
+	{"TerminalWhenAsked", false, checkTerminal},
 }
 
 // The workspace is mounted read-write at the same path.
@@ -666,6 +667,49 @@ func checkExitCodes(ctx context.Context, s *suite) error {
 		if !errors.As(err, &se) || se.ShellCode() != c.code {
 			return fmt.Errorf("starting %s: %v; want a start error with status %d", c.argv, err, c.code)
 		}
+	}
+	return nil
+}
+
+// A command asked to run on a terminal gets one, of the size asked, made
+// inside the world, and resizing it reaches the command.
+func checkTerminal(ctx context.Context, s *suite) error {
+	w, err := s.mainWorld(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := w.run(ctx, &execworld.Cmd{
+		Argv: []string{"/bin/sh", "-c", `test -t 0 && test -t 1 && test -t 2 && stty size && echo to-stderr >&2`},
+		TTY:  &sandbox.WindowSize{Rows: 33, Cols: 99},
+	})
+	if err != nil {
+		return err
+	}
+	if got, want := string(res.Stdout.Data), "33 99\r\nto-stderr\r\n"; res.ExitCode() != 0 || got != want {
+		return fmt.Errorf("on a 33x99 terminal: status %d, output %q, want %q", res.ExitCode(), got, want)
+	}
+	if res.Stderr.Total != 0 {
+		return fmt.Errorf("on a terminal stderr got %q; everything must arrive through the terminal", res.Stderr.Data)
+	}
+	// Resizing: the command waits until it sees the new size.
+	r, err := w.w.Exec.Start(ctx, &execworld.Cmd{
+		Argv:    []string{"/bin/sh", "-c", `while [ "$(stty size)" = "33 99" ]; do sleep 0.01; done; stty size`},
+		TTY:     &sandbox.WindowSize{Rows: 33, Cols: 99},
+		Timeout: 30 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.Resize(sandbox.WindowSize{Rows: 40, Cols: 120}); err != nil {
+		r.Stop()
+		return fmt.Errorf("resizing: %w", err)
+	}
+	res, err = r.Wait()
+	if err != nil {
+		return err
+	}
+	if got := string(res.Stdout.Data); res.ExitCode() != 0 || got != "40 120\r\n" {
+		return fmt.Errorf("after resizing to 40x120: status %d, output %q", res.ExitCode(), got)
 	}
 	return nil
 }

@@ -85,7 +85,10 @@ func (in *Instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.P
 		dir = in.workspace
 	}
 	env := append(append([]string{}, p.Env...), in.proxyEnv...)
-	proc, err := start(p.Argv, dir, env, p.Stdin)
+	if p.TTY != nil && !p.TTY.Valid() {
+		return nil, fmt.Errorf("host: terminal size %dx%d: rows and columns must be at least 1", p.TTY.Rows, p.TTY.Cols)
+	}
+	proc, err := start(p.Argv, dir, env, p.Stdin, p.TTY)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/dsh-dev/dsh/internal/pty"
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
@@ -21,6 +22,7 @@ type process struct {
 	stdin  io.WriteCloser
 	stdout *eofCloser
 	stderr *eofCloser
+	tty    *os.File // the terminal's master, nil without ProcessSpec.TTY
 
 	done   chan struct{} // closed after the process has been reaped
 	status sandbox.ExitStatus
@@ -37,7 +39,8 @@ type eofCloser struct {
 }
 
 func (e *eofCloser) Read(b []byte) (int, error) {
-	n, err := e.f.Read(b)
+	// pty.Reader: a terminal's master ends with EIO; a pipe is unchanged.
+	n, err := pty.Reader(e.f).Read(b)
 	if err != nil {
 		e.close()
 	}
@@ -46,7 +49,7 @@ func (e *eofCloser) Read(b []byte) (int, error) {
 
 func (e *eofCloser) close() { e.once.Do(func() { e.f.Close() }) }
 
-func start(argv []string, dir string, env []string, withStdin bool) (*process, error) {
+func start(argv []string, dir string, env []string, withStdin bool, tty *sandbox.WindowSize) (*process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("host: empty argv")
 	}
@@ -70,46 +73,102 @@ func start(argv []string, dir string, env []string, withStdin bool) (*process, e
 		},
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
-	var closeAfter []*os.File
-	if withStdin {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		cmd.Stdin = r
-		p.stdin = w
-		closeAfter = append(closeAfter, r)
+	var closeAfter, closeOnFail []*os.File
+	if tty != nil {
+		closeAfter, closeOnFail, err = p.terminal(tty, withStdin)
+	} else {
+		closeAfter, closeOnFail, err = p.pipes(withStdin)
 	}
-	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	// *os.File outputs go to the child directly, with no copying goroutine
-	// inside exec.Cmd: Wait then does not wait for the pipes to close.
-	cmd.Stdout, cmd.Stderr = outW, errW
-	p.stdout, p.stderr = &eofCloser{f: outR}, &eofCloser{f: errR}
-	closeAfter = append(closeAfter, outW, errW)
 	err = cmd.Start()
 	for _, f := range closeAfter {
 		f.Close()
 	}
 	if err != nil {
-		outR.Close()
-		errR.Close()
-		if p.stdin != nil {
-			p.stdin.Close()
+		for _, f := range closeOnFail {
+			f.Close()
 		}
 		return nil, fmt.Errorf("host: starting %s: %w", argv[0], err)
 	}
 	p.pgid = cmd.Process.Pid
 	go p.reap()
 	return p, nil
+}
+
+// pipes gives the process stdio pipes (stdin only if withStdin). It
+// returns the child's ends, closed once it has started, and dsh's ends,
+// closed if it fails to.
+func (p *process) pipes(withStdin bool) (child, ours []*os.File, err error) {
+	fail := func(err error) ([]*os.File, []*os.File, error) {
+		for _, f := range append(child, ours...) {
+			f.Close()
+		}
+		return nil, nil, err
+	}
+	if withStdin {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		p.cmd.Stdin, p.stdin = r, w
+		child, ours = append(child, r), append(ours, w)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	child, ours = append(child, outW), append(ours, outR)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	child, ours = append(child, errW), append(ours, errR)
+	// *os.File outputs go to the child directly, with no copying goroutine
+	// inside exec.Cmd: Wait then does not wait for the pipes to close.
+	p.cmd.Stdout, p.cmd.Stderr = outW, errW
+	p.stdout, p.stderr = &eofCloser{f: outR}, &eofCloser{f: errR}
+	return child, ours, nil
+}
+
+// terminal gives the process a terminal of the given size as stdio and
+// controlling terminal, in a new session. Its output is stdout; stderr
+// is an empty stream; stdin (if withStdin) types into the terminal.
+func (p *process) terminal(size *sandbox.WindowSize, withStdin bool) (child, ours []*os.File, err error) {
+	master, tty, err := pty.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("host: %w", err)
+	}
+	child, ours = []*os.File{tty}, []*os.File{master}
+	fail := func(err error) ([]*os.File, []*os.File, error) {
+		for _, f := range append(child, ours...) {
+			f.Close()
+		}
+		return nil, nil, fmt.Errorf("host: terminal: %w", err)
+	}
+	if err := pty.SetSize(master, size.Rows, size.Cols); err != nil {
+		return fail(err)
+	}
+	if withStdin {
+		in, err := pty.Dup(master)
+		if err != nil {
+			return fail(err)
+		}
+		p.stdin = in
+		ours = append(ours, in)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	errW.Close()
+	ours = append(ours, errR)
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = tty, tty, tty
+	p.cmd.SysProcAttr.Setpgid = false
+	p.cmd.SysProcAttr.Setsid, p.cmd.SysProcAttr.Setctty = true, true
+	p.stdout, p.stderr, p.tty = &eofCloser{f: master}, &eofCloser{f: errR}, master
+	return child, ours, nil
 }
 
 // lookPath resolves argv0 the way a shell inside the world would: a name
@@ -211,6 +270,17 @@ func (p *process) Signal(sig syscall.Signal) error {
 		return nil
 	}
 	return err
+}
+
+// Resize sets the size of the process's terminal.
+func (p *process) Resize(size sandbox.WindowSize) error {
+	if p.tty == nil {
+		return sandbox.ErrNoTTY
+	}
+	if !size.Valid() {
+		return fmt.Errorf("host: terminal size %dx%d: rows and columns must be at least 1", size.Rows, size.Cols)
+	}
+	return pty.SetSize(p.tty, size.Rows, size.Cols)
 }
 
 func (p *process) Wait() (sandbox.ExitStatus, error) {

@@ -91,8 +91,16 @@ func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.P
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	var tty *windowSize
+	if spec.TTY != nil {
+		if !spec.TTY.Valid() {
+			return nil, &StartError{Argv0: spec.Argv[0], Dir: spec.Dir, Kind: ErrInvalidSpec,
+				Msg: fmt.Sprintf("terminal size %dx%d: rows and columns must be at least 1", spec.TTY.Rows, spec.TTY.Cols)}
+		}
+		tty = &windowSize{Rows: spec.TTY.Rows, Cols: spec.TTY.Cols}
+	}
 	req, merr := marshalLine(&message{Start: &startRequest{
-		Version: protoVersion, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
+		Version: protoVersion, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin, TTY: tty,
 	}})
 	if merr == nil && len(req) > maxRequestLine {
 		merr = &StartError{Argv0: spec.Argv[0], Dir: spec.Dir, Kind: ErrInvalidSpec,

@@ -69,18 +69,35 @@ func (p *process) Signal(sig syscall.Signal) error {
 	if sig <= 0 || sig > 64 {
 		return fmt.Errorf("pid1: signal %d: not a signal number in 1..64", int(sig))
 	}
+	return p.control(&message{Signal: int(sig)}, "signalling")
+}
+
+// Resize changes the size of the process's terminal. Like Signal, it
+// works until the process has exited and its output has ended.
+func (p *process) Resize(size sandbox.WindowSize) error {
+	if p.spec.TTY == nil {
+		return sandbox.ErrNoTTY
+	}
+	if !size.Valid() {
+		return fmt.Errorf("pid1: terminal size %dx%d: rows and columns must be at least 1", size.Rows, size.Cols)
+	}
+	return p.control(&message{Resize: &windowSize{Rows: size.Rows, Cols: size.Cols}}, "resizing the terminal of")
+}
+
+// control sends m on the process's control stream, or says why it cannot.
+func (p *process) control(m *message, what string) error {
 	select {
 	case <-p.ctlDone:
 		return p.endErr()
 	default:
 	}
-	if err := writeMessage(p.ctl, &message{Signal: int(sig)}); err != nil {
+	if err := writeMessage(p.ctl, m); err != nil {
 		select {
 		case <-p.ctlDone:
 			return p.endErr()
 		default:
 		}
-		return fmt.Errorf("pid1: signalling %q: %w", p.spec.Argv[0], p.c.lostErr())
+		return fmt.Errorf("pid1: %s %q: %w", what, p.spec.Argv[0], p.c.lostErr())
 	}
 	return nil
 }

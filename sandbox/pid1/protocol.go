@@ -11,7 +11,7 @@ import (
 
 // protoVersion is the control protocol version. The client and the init
 // are normally the same dsh binary; a mismatch is a clear start error.
-const protoVersion = 1
+const protoVersion = 2
 
 // Stream kinds: the first byte of every stream.
 const (
@@ -49,6 +49,7 @@ type message struct {
 	// client -> init
 	Start  *startRequest `json:"start,omitempty"`
 	Signal int           `json:"signal,omitempty"`
+	Resize *windowSize   `json:"resize,omitempty"`
 
 	// init -> client
 	Started     *startedReply `json:"started,omitempty"`
@@ -64,6 +65,13 @@ type startRequest struct {
 	Dir     string
 	Env     []string
 	Stdin   bool
+	TTY     *windowSize // a terminal of this size instead of pipes
+}
+
+// windowSize is a terminal's size on the wire.
+type windowSize struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
 }
 
 // wireStart is startRequest on the wire. Arguments, paths and environment
@@ -71,15 +79,16 @@ type startRequest struct {
 // would replace invalid UTF-8 in a string; as []byte (base64) they arrive
 // exactly.
 type wireStart struct {
-	Version int      `json:"v"`
-	Argv    [][]byte `json:"argv"`
-	Dir     []byte   `json:"dir,omitempty"`
-	Env     [][]byte `json:"env"`
-	Stdin   bool     `json:"stdin,omitempty"`
+	Version int         `json:"v"`
+	Argv    [][]byte    `json:"argv"`
+	Dir     []byte      `json:"dir,omitempty"`
+	Env     [][]byte    `json:"env"`
+	Stdin   bool        `json:"stdin,omitempty"`
+	TTY     *windowSize `json:"tty,omitempty"`
 }
 
 func (r *startRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireStart{Version: r.Version, Argv: toBytes(r.Argv), Dir: []byte(r.Dir), Env: toBytes(r.Env), Stdin: r.Stdin})
+	return json.Marshal(wireStart{Version: r.Version, Argv: toBytes(r.Argv), Dir: []byte(r.Dir), Env: toBytes(r.Env), Stdin: r.Stdin, TTY: r.TTY})
 }
 
 func (r *startRequest) UnmarshalJSON(b []byte) error {
@@ -87,7 +96,7 @@ func (r *startRequest) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*r = startRequest{Version: w.Version, Argv: fromBytes(w.Argv), Dir: string(w.Dir), Env: fromBytes(w.Env), Stdin: w.Stdin}
+	*r = startRequest{Version: w.Version, Argv: fromBytes(w.Argv), Dir: string(w.Dir), Env: fromBytes(w.Env), Stdin: w.Stdin, TTY: w.TTY}
 	return nil
 }
 

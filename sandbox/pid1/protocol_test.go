@@ -20,7 +20,7 @@ func TestReadMessageCap(t *testing.T) {
 
 func TestMessageRoundTrip(t *testing.T) {
 	in := []*message{
-		{Start: &startRequest{Version: 1, Argv: []string{"a", "b\nc"}, Dir: "/w", Env: []string{"X=\x01"}, Stdin: true}},
+		{Start: &startRequest{Version: protoVersion, Argv: []string{"a", "b\nc"}, Dir: "/w", Env: []string{"X=\x01"}, Stdin: true}},
 		{Signal: 15},
 		{Exit: &exitReply{Code: -1, Signal: 9}},
 		{Output: &outputReply{Stream: "stdout", N: 1 << 40}},

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dsh-dev/dsh/internal/pty"
 	"github.com/hashicorp/yamux"
 	"golang.org/x/sys/unix"
 )
@@ -90,6 +91,13 @@ func (s *server) serveProcess(ctl *yamux.Stream, id uint64) {
 				}
 				return
 			}
+			if m.Resize != nil && pipes.tty != nil && m.Resize.Rows > 0 && m.Resize.Cols > 0 {
+				// The kernel sends SIGWINCH to the terminal's foreground
+				// process group.
+				if err := pty.SetSize(pipes.tty, m.Resize.Rows, m.Resize.Cols); err != nil {
+					s.log.Debug("resize", "pid", c.pid, "err", err)
+				}
+			}
 			if m.Signal > 0 && m.Signal < 65 && !finished.Load() {
 				// The group outlives its leader while a member lives,
 				// and its id cannot be reused until the last member is
@@ -129,8 +137,9 @@ func (s *server) forwardOutput(ctl, st *yamux.Stream, pipe *os.File, name string
 	defer wg.Done()
 	// Big reads make big yamux frames: each Write waits for the session's
 	// send loop, so fewer, larger frames move output several times faster.
-	// (The struct hides os.File's WriteTo, which would copy in 32 KiB.)
-	n, err := io.CopyBuffer(st, struct{ io.Reader }{pipe}, make([]byte, 256<<10))
+	// (pty.Reader hides os.File's WriteTo, which would copy in 32 KiB, and
+	// ends a terminal's output, which reads EIO, with EOF.)
+	n, err := io.CopyBuffer(st, pty.Reader(pipe), make([]byte, 256<<10))
 	// Closing the read end makes later writers get EPIPE instead of
 	// blocking on a full pipe nobody drains (only after a session loss).
 	pipe.Close()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dsh-dev/dsh/internal/pty"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,11 +19,15 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // outputPipeSize is the size asked for stdout and stderr pipes.
 const outputPipeSize = 256 << 10
 
-// childPipes are the init's ends of a started process's stdio.
+// childPipes are the init's ends of a started process's stdio. For a
+// process with a terminal, stdout is the terminal's master side, stdin
+// (if any) a duplicate of it, stderr an empty pipe, and tty the master
+// again, for resizing.
 type childPipes struct {
 	stdin  *os.File // nil when the process reads /dev/null
 	stdout *os.File
 	stderr *os.File
+	tty    *os.File // nil without a terminal
 }
 
 // start validates req, resolves argv[0] and starts the process in its own
@@ -57,7 +62,28 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 	}
 
 	var files [3]*os.File // the child's ends
-	p := &childPipes{}
+	var p *childPipes
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	if req.TTY != nil {
+		if req.TTY.Rows == 0 || req.TTY.Cols == 0 {
+			return nil, nil, fail(ErrInvalidSpec, "terminal size %dx%d: rows and columns must be at least 1", req.TTY.Rows, req.TTY.Cols)
+		}
+		var tty *os.File
+		p, tty, err = openTerminal(req.TTY, req.Stdin)
+		if err != nil {
+			return nil, nil, fail(nil, "creating the terminal: %v", err)
+		}
+		files = [3]*os.File{tty, tty, tty}
+		// A new session led by the process, with the terminal as its
+		// controlling terminal: job control and ^C work inside. Its
+		// process group is its pid, as with Setpgid.
+		sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	} else {
+		p, err = openPipes(&files, req.Stdin)
+		if err != nil {
+			return nil, nil, fail(nil, "creating stdio: %v", err)
+		}
+	}
 	closeAll := func() {
 		for _, f := range append(files[:], p.stdin, p.stdout, p.stderr) {
 			if f != nil {
@@ -65,34 +91,11 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 			}
 		}
 	}
-	if req.Stdin {
-		files[0], p.stdin, err = os.Pipe()
-	} else {
-		files[0], err = os.Open(os.DevNull)
-	}
-	if err == nil {
-		p.stdout, files[1], err = os.Pipe()
-	}
-	if err == nil {
-		p.stderr, files[2], err = os.Pipe()
-	}
-	if err != nil {
-		closeAll()
-		return nil, nil, fail(nil, "creating stdio: %v", err)
-	}
-	// Bigger output pipes let each read forward more at once (64 KiB is
-	// the default). Best effort: the limit is a sysctl.
-	// (Not through Fd, which would take the pipe out of the poller.)
-	for _, f := range []*os.File{p.stdout, p.stderr} {
-		if rc, err := f.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, outputPipeSize) })
-		}
-	}
 	attr := &syscall.ProcAttr{
 		Dir:   req.Dir,
 		Env:   env,
 		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   sys,
 	}
 
 	s.mu.Lock()
@@ -119,6 +122,77 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 		return nil, nil, execError(path, err)
 	}
 	return c, p, nil
+}
+
+// openPipes creates the pipes of a process without a terminal; files
+// receives the child's ends.
+func openPipes(files *[3]*os.File, withStdin bool) (*childPipes, error) {
+	p := &childPipes{}
+	var err error
+	if withStdin {
+		files[0], p.stdin, err = os.Pipe()
+	} else {
+		files[0], err = os.Open(os.DevNull)
+	}
+	if err == nil {
+		p.stdout, files[1], err = os.Pipe()
+	}
+	if err == nil {
+		p.stderr, files[2], err = os.Pipe()
+	}
+	if err != nil {
+		for _, f := range append(files[:], p.stdin, p.stdout, p.stderr) {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, err
+	}
+	// Bigger output pipes let each read forward more at once (64 KiB is
+	// the default). Best effort: the limit is a sysctl.
+	// (Not through Fd, which would take the pipe out of the poller.)
+	for _, f := range []*os.File{p.stdout, p.stderr} {
+		if rc, err := f.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, outputPipeSize) })
+		}
+	}
+	return p, nil
+}
+
+// openTerminal creates a terminal of the given size in this process's
+// /dev/pts and returns the init's ends with the terminal's process side.
+// Stdin writes go to a duplicate of the master, so closing stdin (end of
+// input) leaves the output flowing. Stderr is an empty pipe: everything
+// the process prints arrives through the terminal, on stdout.
+func openTerminal(size *windowSize, withStdin bool) (*childPipes, *os.File, error) {
+	master, tty, err := pty.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &childPipes{stdout: master, tty: master}
+	fail := func(err error) (*childPipes, *os.File, error) {
+		for _, f := range []*os.File{master, tty, p.stdin, p.stderr} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, nil, err
+	}
+	if err := pty.SetSize(master, size.Rows, size.Cols); err != nil {
+		return fail(err)
+	}
+	if withStdin {
+		if p.stdin, err = pty.Dup(master); err != nil {
+			return fail(err)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	w.Close()
+	p.stderr = r
+	return p, tty, nil
 }
 
 // execError maps a fork/exec failure to a StartError. argv[0] was found
