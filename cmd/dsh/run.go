@@ -38,12 +38,18 @@ status: its exit code; 128+N when killed by signal N; 124 on timeout;
 125 when dsh itself fails; 126 when CMD is not executable; 127 when it is
 not found.
 
+With --tty the command runs on a terminal made inside the world, of the
+size of yours, and follows its resizing; your terminal is in raw mode
+meanwhile, so ^C and ^Z reach the command's own terminal. Everything it
+prints arrives on stdout.
+
 Processes inside reach the network only through the world's egress proxy,
 under the sandbox policy (config key network; default: deny everything).
 Use --policy and --allow to change it for one run.`,
 		Example: `  dsh run -- make test
   dsh run --allow proxy.golang.org -- go mod download
-  dsh run --driver docker --image dsh/base:latest -- bash -c 'id; grep Cap /proc/self/status'`,
+  dsh run --driver docker --image dsh/base:latest -- bash -c 'id; grep Cap /proc/self/status'
+  dsh run -t -- bash`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: runRun,
 	}
@@ -59,6 +65,7 @@ Use --policy and --allow to change it for one run.`,
 	f.Duration("timeout", 0, "end the command after this long (SIGTERM to its processes, 3s, SIGKILL) and exit 124; 0 means no timeout")
 	f.StringArray("env", nil, "environment entry K=V for the command (repeatable); the host environment never enters")
 	f.Bool("json", false, "print one JSON object with the status and the output tails instead of streaming the output")
+	f.BoolP("tty", "t", false, "run the command on a terminal of its own inside the world (shells, interactive programs); needs a terminal on dsh's stdin")
 	addPolicyFlags(cmd)
 	bindConfigFlag(cmd, "driver", "sandbox.driver")
 	bindConfigFlag(cmd, "image", "sandbox.image")
@@ -122,7 +129,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return exitf(statusDshFailed, "egress policy: %v", err)
 	}
-	c, err := runCmdSpec(cmd, args)
+	c, tty, err := runCmdSpec(cmd, args)
 	if err != nil {
 		return exitf(statusDshFailed, "%v", err)
 	}
@@ -168,7 +175,16 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	}
 	cancelOpen()
 
-	res, err := runInWorld(ctx, w, c, sigs)
+	if tty != nil {
+		if err := tty.raw(); err != nil {
+			return exitf(statusDshFailed, "--tty: putting your terminal in raw mode: %v", err)
+		}
+		defer tty.restore()
+	}
+	res, err := runInWorld(ctx, w, c, sigs, tty)
+	if tty != nil {
+		tty.restore() // before any message of dsh's own
+	}
 	if err != nil {
 		var se *execworld.StartError
 		if errors.As(err, &se) {
@@ -205,10 +221,15 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 // SIGINT, SIGTERM and SIGHUP to dsh are passed on to the command's process
 // group, as a shell passes Ctrl-C to its foreground job; a second one ends
 // the command (SIGTERM, grace, SIGKILL).
-func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd, sigs <-chan os.Signal) (*execworld.Result, error) {
+//
+// With a terminal (--tty), its size changes are passed on as well.
+func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd, sigs <-chan os.Signal, tty *hostTerminal) (*execworld.Result, error) {
 	r, err := w.Exec.Start(ctx, c)
 	if err != nil {
 		return nil, err
+	}
+	if tty != nil {
+		tty.follow(r)
 	}
 	go func() {
 		forwarded := false
@@ -316,28 +337,42 @@ func absDir(p string) (string, error) {
 	return p, nil
 }
 
-// runCmdSpec builds the command from the arguments and flags.
-func runCmdSpec(cmd *cobra.Command, args []string) (*execworld.Cmd, error) {
+// runCmdSpec builds the command from the arguments and flags, and with
+// --tty returns dsh's terminal.
+func runCmdSpec(cmd *cobra.Command, args []string) (*execworld.Cmd, *hostTerminal, error) {
 	env, _ := cmd.Flags().GetStringArray("env")
 	for _, kv := range env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return nil, fmt.Errorf("--env %q is not KEY=VALUE", kv)
+			return nil, nil, fmt.Errorf("--env %q is not KEY=VALUE", kv)
 		}
 	}
 	timeout, _ := cmd.Flags().GetDuration("timeout")
 	if timeout < 0 {
-		return nil, fmt.Errorf("--timeout %v is negative; give a duration such as 30s, or 0 for none", timeout)
+		return nil, nil, fmt.Errorf("--timeout %v is negative; give a duration such as 30s, or 0 for none", timeout)
 	}
 	c := &execworld.Cmd{Argv: args, Env: env, Timeout: timeout}
-	if asJSON, _ := cmd.Flags().GetBool("json"); !asJSON {
+	asJSON, _ := cmd.Flags().GetBool("json")
+	if !asJSON {
 		c.Stdout, c.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 		// Only the tails of --json are ever read; keep little.
 		c.MaxOutputBytes = 1
 	}
+	if withTTY, _ := cmd.Flags().GetBool("tty"); withTTY {
+		if asJSON {
+			return nil, nil, errors.New("--json collects the output and --tty streams it to your terminal; drop one of them")
+		}
+		tty, err := openHostTerminal(cmd.InOrStdin())
+		if err != nil {
+			return nil, nil, err
+		}
+		size := tty.size()
+		c.TTY, c.Stdin = &size, tty.f
+		return c, tty, nil
+	}
 	if stdinWanted(cmd.InOrStdin()) {
 		c.Stdin = cmd.InOrStdin()
 	}
-	return c, nil
+	return c, nil, nil
 }
 
 // stdinWanted reports whether dsh's stdin should feed the command: not

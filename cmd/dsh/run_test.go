@@ -138,7 +138,7 @@ func TestRunForwardsSignals(t *testing.T) {
 		res, err = runInWorld(context.Background(), w, &execworld.Cmd{
 			Argv:   []string{"/bin/sh", "-c", `trap "exit 7" INT; echo ready; while :; do sleep 0.05; done`},
 			Stdout: out,
-		}, sigs)
+		}, sigs, nil)
 	}()
 	select {
 	case <-out.ready:
