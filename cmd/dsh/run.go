@@ -40,7 +40,7 @@ not found.
 
 With --tty the command runs on a terminal made inside the world, of the
 size of yours, and follows its resizing; your terminal is in raw mode
-meanwhile, so ^C and ^Z reach the command's own terminal. Everything it
+meanwhile, so keys such as ^C reach the command's own terminal. Everything it
 prints arrives on stdout.
 
 Processes inside reach the network only through the world's egress proxy,
