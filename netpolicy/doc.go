@@ -30,7 +30,10 @@
 // never resolved; if it is not a valid one it is invalid. Because this
 // package imports only the standard library it cannot reproduce Punycode
 // conversion exactly, so a host with non-ASCII runes left after mapping
-// is rejected: give internationalised names in their xn-- form.
+// is rejected: give internationalised names in their xn-- form. (dsh's
+// own inputs — configuration, flags, policy files, dsh policy check —
+// are converted before they get here, by internal/idn with the same IDNA
+// profile net/http uses.)
 // Percent-encoded hosts, zone IDs, userinfo, backslashes, whitespace and
 // control characters are invalid. "localhost" and names under
 // ".localhost" are loopback (RFC 6761) and never resolved.

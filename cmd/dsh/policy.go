@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/internal/idn"
 	"github.com/dsh-dev/dsh/netpolicy"
 )
 
@@ -109,7 +110,13 @@ func runPolicyCheck(cmd *cobra.Command, args []string) error {
 // checkTarget judges one target argument.
 func checkTarget(ctx context.Context, d *netpolicy.Dialer, arg string) checkResult {
 	r := checkResult{Target: arg, Verdict: "deny", Addresses: []string{}}
-	t, err := netpolicy.ParseTarget(arg)
+	ascii, err := idn.Target(arg)
+	if err != nil {
+		r.Rule = "invalid"
+		r.Reason = "invalid: " + err.Error()
+		return r
+	}
+	t, err := netpolicy.ParseTarget(ascii)
 	if err != nil {
 		r.Rule = "invalid"
 		r.Reason = "invalid: " + targetReason(err)
@@ -177,10 +184,15 @@ func parseResolveFlags(cmd *cobra.Command) (netpolicy.StubResolver, error) {
 	pins := netpolicy.StubResolver{}
 	for _, v := range vals {
 		host, list, ok := strings.Cut(v, "=")
-		host = strings.TrimSuffix(strings.ToLower(host), ".")
 		if !ok || host == "" || list == "" {
 			return nil, fmt.Errorf("--resolve %q: want HOST=IP[,IP...]", v)
 		}
+		// Pinned as the resolver will be asked: in ASCII (xn--) form.
+		host, err := idn.Host(host)
+		if err != nil {
+			return nil, fmt.Errorf("--resolve %q: %w", v, err)
+		}
+		host = strings.TrimSuffix(strings.ToLower(host), ".")
 		for _, s := range strings.Split(list, ",") {
 			a, err := netip.ParseAddr(s)
 			if err != nil {

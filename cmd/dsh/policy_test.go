@@ -171,3 +171,28 @@ func TestPolicyCheckUsage(t *testing.T) {
 		}
 	}
 }
+
+// Internationalised names are judged as net/http dials them: entries,
+// pins and targets typed in Unicode meet as xn-- names.
+func TestPolicyCheckInternationalisedNames(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(file, []byte("default: deny\nallow: [\"bücher.example:443\"]\n"), 0o600)
+	out, code := policyCheck(t, "--json", "--policy", file,
+		"--resolve", "Bücher.example=93.184.215.14", "https://Bücher.example/x", "bücher.example:443")
+	if code != 0 {
+		t.Fatalf("exit %d, output %s", code, out)
+	}
+	for _, r := range jsonLines(t, out) {
+		if r.Verdict != "allow" || r.Host != "xn--bcher-kva.example" || r.Rule != "allow:xn--bcher-kva.example:443" {
+			t.Errorf("%s: %+v; want allowed as xn--bcher-kva.example", r.Target, r)
+		}
+	}
+	out, code = policyCheck(t, "--json", "https://a\u200db.example/")
+	if rs := jsonLines(t, out); code != 2 || len(rs) != 1 || !strings.Contains(rs[0].Reason, "not a valid internationalised domain name") {
+		t.Errorf("an invalid internationalised name: exit %d, %s; want exit 2 saying why", code, out)
+	}
+	out, code = policyCheck(t, "--allow", "xn--ü.example", "example.com")
+	if code != 2 || !strings.Contains(out, `entry "xn--ü.example"`) {
+		t.Errorf("an invalid internationalised allow entry: exit %d, %s; want exit 2 naming the entry", code, out)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/internal/idn"
 	"github.com/dsh-dev/dsh/netpolicy"
 )
 
@@ -49,6 +50,15 @@ func policyFromFlags(cmd *cobra.Command, base config.Policy) (*netpolicy.Policy,
 	}
 	if extra, err := cmd.Flags().GetStringArray("allow"); err == nil && len(extra) > 0 {
 		c.Allow = append(append([]string(nil), c.Allow...), extra...)
+	}
+	var err error
+	// Internationalised names as net/http dials them (xn--), which is
+	// how netpolicy takes them.
+	if c.Allow, err = idn.Entries(c.Allow); err == nil {
+		c.Deny, err = idn.Entries(c.Deny)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s (with --allow entries): %w", src, err)
 	}
 	p, err := netpolicy.New(c)
 	if err != nil {

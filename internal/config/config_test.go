@@ -37,6 +37,21 @@ func TestValidateReportsEveryProblemWithItsKey(t *testing.T) {
 	}
 }
 
+// Internationalised names are valid entries (taken as net/http dials
+// them); a name IDNA rejects is a problem at its key.
+func TestValidateInternationalisedEntries(t *testing.T) {
+	c := Default()
+	c.Network.Allow = []string{"bücher.example:443", "*.straße.example"}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate() with internationalised allow entries = %v, want nil", err)
+	}
+	c.Network.Deny = []string{"xn--ü.example"}
+	var ke *KeyError
+	if err := c.Validate(); !errors.As(err, &ke) || ke.Key != "network.deny[0]" || !strings.Contains(err.Error(), "internationalised") {
+		t.Errorf("Validate() with an invalid internationalised name = %v, want a problem at network.deny[0]", err)
+	}
+}
+
 func TestCheckKeysSuggests(t *testing.T) {
 	raw := map[string]any{
 		"netwrok": map[string]any{"default": "deny"},

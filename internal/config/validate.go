@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-dev/dsh/internal/idn"
 	"github.com/dsh-dev/dsh/netpolicy"
 )
 
@@ -73,18 +74,24 @@ func (c *Config) Validate() error {
 // validatePolicy checks a policy section; each allow and deny entry is
 // checked by netpolicy on its own, so a problem names its index.
 func validatePolicy(key string, p Policy, bad func(key, format string, args ...any)) {
-	entry := func(list string, i int, e string, c netpolicy.Config) {
-		_, err := netpolicy.New(c)
+	entry := func(list string, i int, e string, c func(string) netpolicy.Config) {
+		// netpolicy takes internationalised names as net/http dials them.
+		ascii, err := idn.Entry(e)
+		if err != nil {
+			bad(fmt.Sprintf("%s.%s[%d]", key, list, i), "%v", err)
+			return
+		}
+		_, err = netpolicy.New(c(ascii))
 		var pe *netpolicy.PolicyError
 		if errors.As(err, &pe) && len(pe.Problems) > 0 {
 			bad(fmt.Sprintf("%s.%s[%d]", key, list, i), "%s", pe.Problems[0])
 		}
 	}
 	for i, e := range p.Allow {
-		entry("allow", i, e, netpolicy.Config{Allow: []string{e}})
+		entry("allow", i, e, func(a string) netpolicy.Config { return netpolicy.Config{Allow: []string{a}} })
 	}
 	for i, e := range p.Deny {
-		entry("deny", i, e, netpolicy.Config{Deny: []string{e}})
+		entry("deny", i, e, func(a string) netpolicy.Config { return netpolicy.Config{Deny: []string{a}} })
 	}
 	switch p.Default {
 	case "deny", "public":
