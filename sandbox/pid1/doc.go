@@ -18,7 +18,9 @@
 //
 // On the control stream the client sends one start request (argv, dir
 // and env as byte strings, so non-UTF-8 bytes arrive exactly; the stdin
-// flag; the protocol version) and later any number of signal requests; the init answers "started" (with the pid) or a typed start
+// flag; the terminal size when the process gets a terminal; the protocol
+// version) and later any number of signal and resize requests; the init
+// answers "started" (with the pid) or a typed start
 // error, then "exit" once the process is reaped, an output total per
 // stdout/stderr stream just before closing it (so the client can tell a
 // complete stream from one cut short by a lost connection), and
@@ -31,6 +33,12 @@
 //
 //   - Every process starts in its own process group; Signal signals the
 //     whole group.
+//   - A process with a terminal (ProcessSpec.TTY) gets a pseudo-terminal
+//     opened by the init in the sandbox's own /dev/pts, as stdin, stdout,
+//     stderr and controlling terminal of a new session it leads (so its
+//     group is still its pid). Its 'o' stream carries the terminal's
+//     output, its 'e' stream ends empty, its 'i' stream is typed in, and a
+//     resize request sets the size (the kernel sends SIGWINCH).
 //   - argv[0] is resolved with the PATH of the process's own environment,
 //     inside the sandbox; failures are [*StartError] values wrapping
 //     [ErrNotFound] (shell code 127) or [ErrNotExecutable] (126).
