@@ -47,6 +47,15 @@ func unprivHelper(ws string) int {
 	io.Copy(os.Stdout, p.Stdout())
 	st, err := p.Wait()
 	fmt.Println("status:", st, err)
+	// A terminal inside the world, as this user.
+	tty := &sandbox.WindowSize{Rows: 33, Cols: 99}
+	if p, err = in.Start(context.Background(), sandbox.ProcessSpec{Env: spec.Env, TTY: tty, Argv: []string{"sh", "-c", "test -t 1 && echo tty=$(stty size)"}}); err == nil {
+		go io.Copy(os.Stderr, p.Stderr())
+		io.Copy(os.Stdout, p.Stdout())
+		p.Wait()
+	} else {
+		fmt.Println("start on a terminal:", err)
+	}
 	// Egress through the forwarder and the unix socket, as this user.
 	if p, err = in.Start(context.Background(), sandbox.ProcessSpec{Env: spec.Env, Argv: []string{"/proc/self/exe", helperArg, "get", "http://egress-test.invalid/"}}); err == nil {
 		go io.Copy(os.Stderr, p.Stderr())
@@ -107,7 +116,7 @@ func TestUnprivilegedUser(t *testing.T) {
 		"limits: unavailable=true", "run dsh as root",
 		fmt.Sprintf("uid=%d\n", uid), "ws=writable\n", "etc=readonly\n",
 		"CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "NoNewPrivs:\t1\n", "Seccomp:\t2\n",
-		"status: exit status 0 <nil>", `status 200 body "proxied egress-test.invalid"`,
+		"status: exit status 0 <nil>", "tty=33 99\r\n", `status 200 body "proxied egress-test.invalid"`,
 		"probe: userns=true pivot=true cgroupWritable=false",
 	} {
 		if !strings.Contains(s, want) {
