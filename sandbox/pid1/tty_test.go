@@ -28,11 +28,11 @@ func TestTTYProcessHasTerminalOfItsSize(t *testing.T) {
 	}
 }
 
-func TestTTYResizeAndInput(t *testing.T) {
-	ip := startInit(t, nil)
-	// The resize and the input travel on different streams, so the shell
-	// waits for the new size rather than assuming the order.
-	spec := shell(`stty size; read line; echo "got $line"; while [ "$(stty size)" = "24 80" ]; do sleep 0.01; done; stty size`)
+// startOnTerminal starts script on a 24x80 terminal with input, and
+// returns the process and a reader of the terminal's output.
+func startOnTerminal(t *testing.T, ip *initProc, script string) (sandbox.Process, *bufio.Reader) {
+	t.Helper()
+	spec := shell(script)
 	spec.TTY = &sandbox.WindowSize{Rows: 24, Cols: 80}
 	spec.Stdin = true
 	p, err := ip.client.Start(ctx(t), spec)
@@ -40,7 +40,14 @@ func TestTTYResizeAndInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	go io.Copy(io.Discard, p.Stderr())
-	out := bufio.NewReader(p.Stdout())
+	return p, bufio.NewReader(p.Stdout())
+}
+
+func TestTTYResizeAndInput(t *testing.T) {
+	ip := startInit(t, nil)
+	// The resize and the input travel on different streams, so the shell
+	// waits for the new size rather than assuming the order.
+	p, out := startOnTerminal(t, ip, `stty size; read line; echo "got $line"; while [ "$(stty size)" = "24 80" ]; do sleep 0.01; done; stty size`)
 	if line, _ := out.ReadString('\n'); line != "24 80\r\n" {
 		t.Fatalf("first size %q, want 24 80", line)
 	}
@@ -67,15 +74,7 @@ func TestTTYResizeAndInput(t *testing.T) {
 func TestTTYJobControlSignal(t *testing.T) {
 	// ^C typed on the terminal reaches the foreground job as SIGINT.
 	ip := startInit(t, nil)
-	spec := shell(`echo ready; exec sleep 30`)
-	spec.TTY = &sandbox.WindowSize{Rows: 24, Cols: 80}
-	spec.Stdin = true
-	p, err := ip.client.Start(ctx(t), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	out := bufio.NewReader(p.Stdout())
+	p, out := startOnTerminal(t, ip, `echo ready; exec sleep 30`)
 	if line, _ := out.ReadString('\n'); !strings.HasPrefix(line, "ready") {
 		t.Fatalf("got %q, want ready", line)
 	}
