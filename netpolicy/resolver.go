@@ -4,7 +4,9 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Resolver looks up the addresses of a name. *net.Resolver implements it;
@@ -50,4 +52,33 @@ func (s StubResolver) LookupNetIP(ctx context.Context, network, host string) ([]
 		return nil, &net.DNSError{Err: "no " + network + " address (stub resolver)", Name: host, IsNotFound: true}
 	}
 	return out, nil
+}
+
+// RecordingResolver records every name it is asked to look up, then
+// answers from Next; with Next nil every lookup fails as not found, so a
+// test that uses it sends no query anywhere. Tests use it to prove which
+// names a Policy lets the Dialer look up. It is safe for concurrent use.
+type RecordingResolver struct {
+	Next Resolver
+
+	mu      sync.Mutex
+	queries []string
+}
+
+// LookupNetIP records host and asks Next.
+func (r *RecordingResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	r.queries = append(r.queries, host)
+	r.mu.Unlock()
+	if r.Next == nil {
+		return nil, &net.DNSError{Err: "no such host (recording resolver)", Name: host, IsNotFound: true}
+	}
+	return r.Next.LookupNetIP(ctx, network, host)
+}
+
+// Queries returns the names looked up so far, in order.
+func (r *RecordingResolver) Queries() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.queries)
 }

@@ -207,6 +207,12 @@ func (s *suite) egressPolicy() (*netpolicy.Policy, error) {
 // open starts a world with its own workspace; mutate may change the Spec.
 // The caller closes it.
 func (s *suite) open(ctx context.Context, mutate func(*sandbox.Spec)) (*world, error) {
+	return s.openWith(ctx, mutate, nil)
+}
+
+// openWith is open that lets opts change the execworld.Options last (a
+// check's own egress policy or proxy resolver).
+func (s *suite) openWith(ctx context.Context, mutate func(*sandbox.Spec), opts func(*execworld.Options)) (*world, error) {
 	ws, err := os.MkdirTemp(s.base, "ws-")
 	if err != nil {
 		return nil, err
@@ -226,7 +232,11 @@ func (s *suite) open(ctx context.Context, mutate func(*sandbox.Spec)) (*world, e
 	if err != nil {
 		return nil, err
 	}
-	w, err := execworld.Open(ctx, s.backend, &execworld.Options{Spec: spec, Egress: pol, Audit: s.audit})
+	o := &execworld.Options{Spec: spec, Egress: pol, Audit: s.audit}
+	if opts != nil {
+		opts(o)
+	}
+	w, err := execworld.Open(ctx, s.backend, o)
 	if err != nil {
 		return nil, fmt.Errorf("opening a world: %w", err)
 	}
