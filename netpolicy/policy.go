@@ -2,6 +2,7 @@ package netpolicy
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -14,9 +15,6 @@ type Policy struct {
 	ports  []uint16 // for default public; empty = any
 	allow  []rule
 	deny   []rule
-	// addrAllow is whether some allow entry matches addresses (an IP or
-	// CIDR); only then can a name's addresses change a name-only denial.
-	addrAllow bool
 }
 
 // New validates c and returns its Policy. The error lists every problem
@@ -56,9 +54,6 @@ func New(c Config) (*Policy, error) {
 				continue
 			}
 		}
-		if r.isAddr() {
-			p.addrAllow = true
-		}
 		p.allow = append(p.allow, r)
 	}
 	for _, e := range c.Deny {
@@ -92,23 +87,18 @@ func MustNew(c Config) *Policy {
 // any spelling is judged as that address.
 //
 // The order is fixed and the first match wins: always-deny (cloud
-// metadata), explicit deny, special-purpose addresses (unless an IP or
-// CIDR allow entry covers the address), explicit allow, the default.
+// metadata), explicit deny, a name no name rule could allow (see
+// MayResolve), special-purpose addresses (unless an IP or CIDR allow
+// entry covers the address), explicit allow, the default.
 func (p *Policy) Decide(host string, addr netip.Addr, port uint16) Decision {
-	d, _ := p.decide(host, addr, port)
-	return d
-}
-
-// decide is Decide that also reports whether a name-only decision is
-// final: whether no address the name could resolve to can change it.
-func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bool) {
 	d := Decision{Host: host, Port: port}
+	name := false // host is a name that only DNS could turn into addresses
 	if host != "" {
 		info, err := parseHostBracket(host, host)
 		if err != nil {
 			d.Stage, d.Rule = StageInvalid, "invalid"
 			d.Reason = "invalid: " + err.(*TargetError).Reason
-			return d, true
+			return d
 		}
 		d.Host = info.String()
 		switch {
@@ -118,7 +108,7 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 				d.Addr = addr
 				d.Stage, d.Rule = StageInvalid, "invalid"
 				d.Reason = fmt.Sprintf("invalid: host %s is the address %s but the connection is to %s", host, ha, addr)
-				return d, true
+				return d
 			}
 			addr = ha
 		case info.localhost && !addr.IsValid():
@@ -127,12 +117,13 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 			d.Addr = addr
 			d.Stage, d.Rule = StageInvalid, "invalid"
 			d.Reason = "invalid: " + info.name + " is a localhost name (RFC 6761) but the connection is to " + addr.String()
-			return d, true
+			return d
 		}
 		host = info.name
+		name = !info.addr.IsValid() && !info.localhost
 	} else if !addr.IsValid() {
 		d.Stage, d.Rule, d.Reason = StageInvalid, "invalid", "invalid: neither host nor address given"
-		return d, true
+		return d
 	}
 	a := addr.WithZone("").Unmap()
 	d.Addr = a
@@ -140,7 +131,7 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 	// 1. always-deny.
 	if host != "" {
 		if t, ok := metadataNameText[host]; ok {
-			return p.denied(d, StageAlwaysDeny, t.rule, t.reason[0]), true
+			return p.denied(d, StageAlwaysDeny, t.rule, t.reason[0])
 		}
 	}
 	var al [3]netip.Addr
@@ -149,7 +140,7 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 		al, n = aliases(a)
 		for i, x := range al[:n] {
 			if t, ok := metadataText[x]; ok {
-				return p.denied(d, StageAlwaysDeny, t.rule, t.reason[min(i, 1)]), true
+				return p.denied(d, StageAlwaysDeny, t.rule, t.reason[min(i, 1)])
 			}
 		}
 	}
@@ -165,11 +156,17 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 			hit = hit || r.matchAddr(x)
 		}
 		if hit {
-			return p.denied(d, StageDeny, "deny:"+r.text, "matches deny entry "+strconv.Quote(r.text)), true
+			return p.denied(d, StageDeny, "deny:"+r.text, "matches deny entry "+strconv.Quote(r.text))
 		}
 	}
 
-	// 3. special-purpose addresses; only an address entry unlocks one.
+	// 3. a name no name rule could allow: never resolved, so its
+	// addresses cannot matter.
+	if name && !p.nameRuleCouldAllow(host, port) {
+		return p.nameDenied(d, host, port)
+	}
+
+	// 4. special-purpose addresses; only an address entry unlocks one.
 	if a.IsValid() {
 		if s, via, _ := classify(a); s != nil {
 			for i := range p.allow {
@@ -177,14 +174,14 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 				if r.isAddr() && r.matchPort(port) && r.matchAddr(a) {
 					d.Verdict, d.Stage, d.Rule = Allow, StageAllow, "allow:"+r.text
 					d.Reason = a.String() + " is " + s.Name + " (" + s.Source + "), allowed by entry " + strconv.Quote(r.text)
-					return d, true
+					return d
 				}
 			}
-			return p.denied(d, StageSpecial, specialRule(s, via), specialReason(s, via)), true
+			return p.denied(d, StageSpecial, specialRule(s, via), specialReason(s, via))
 		}
 	}
 
-	// 4. explicit allow.
+	// 5. explicit allow.
 	for i := range p.allow {
 		r := &p.allow[i]
 		if !r.matchPort(port) {
@@ -193,20 +190,13 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 		if (host != "" && r.matchName(host)) || (a.IsValid() && r.matchAddr(a)) {
 			d.Verdict, d.Stage, d.Rule = Allow, StageAllow, "allow:"+r.text
 			d.Reason = "matches allow entry " + strconv.Quote(r.text)
-			return d, true
+			return d
 		}
 	}
 
-	// 5. the default. A name-only denial here is final unless an address
-	// entry could still match one of the name's addresses.
-	final := !p.addrAllowOnPort(port)
-	if !p.public {
-		return p.denied(d, StageDefault, "default:deny",
-			"no allow entry matches and the default is deny; add an allow entry for this destination"), final
-	}
-	if !p.portOK(port) {
-		return p.denied(d, StageDefault, "default:public",
-			"port "+portString(port)+" is not among the ports "+p.portsString()+" that default: public allows; add an allow entry with this port"), final
+	// 6. the default.
+	if !p.public || !p.portOK(port) {
+		return p.defaultDenied(d, port)
 	}
 	d.Verdict, d.Stage, d.Rule = Allow, StageDefault, "default:public"
 	if a.IsValid() {
@@ -214,7 +204,77 @@ func (p *Policy) decide(host string, addr netip.Addr, port uint16) (Decision, bo
 	} else {
 		d.Reason = "default: public; every address of the name is checked when it is dialled"
 	}
-	return d, a.IsValid()
+	return d
+}
+
+// MayResolve judges the name host for port before any lookup and reports
+// whether a Dialer may resolve it: only when a name rule could allow it —
+// an allow entry that is a host name, a glob or "*" matching host and
+// port, or default public admitting port — and no always-deny or deny
+// entry refuses the name. IP and CIDR entries never make a name
+// resolvable: they allow addresses written as addresses, because looking
+// a name up to see whether it lands in an allowed range would itself
+// carry data out (in the query, to whoever serves the name). When
+// MayResolve reports false the Decision is the final one, a denial for a
+// name; for an address literal or a localhost name it is the judgement of
+// that address, which needs no lookup either.
+func (p *Policy) MayResolve(host string, port uint16) (Decision, bool) {
+	d := p.Decide(host, netip.Addr{}, port)
+	return d, d.Verdict == Allow && !d.Addr.IsValid()
+}
+
+// nameRuleCouldAllow reports whether an allow entry that matches names,
+// or default public, could allow the name host on port.
+func (p *Policy) nameRuleCouldAllow(host string, port uint16) bool {
+	if p.public && p.portOK(port) {
+		return true
+	}
+	for i := range p.allow {
+		r := &p.allow[i]
+		if !r.isAddr() && r.matchPort(port) && r.matchName(host) {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleNameUnresolved is the Rule of a name denied because only an address
+// entry could have matched it, had it been resolved.
+const ruleNameUnresolved = "name-not-resolved"
+
+// nameDenied is the denial of the name host, which no name rule could
+// allow on port. When an IP or CIDR entry covers port, the user may have
+// expected it to match the name's addresses: the reason says why it does
+// not and how to allow the name.
+func (p *Policy) nameDenied(d Decision, host string, port uint16) Decision {
+	var entry *rule
+	for i := range p.allow {
+		if p.allow[i].isAddr() && p.allow[i].matchPort(port) {
+			entry = &p.allow[i]
+			break
+		}
+	}
+	if entry == nil {
+		return p.defaultDenied(d, port)
+	}
+	hp := net.JoinHostPort(host, portString(port))
+	why := "no allow entry names " + hp + " and the default is deny"
+	if p.public {
+		why = "port " + portString(port) + " is not among the ports " + p.portsString() + " that default: public allows and no allow entry names " + hp
+	}
+	return p.denied(d, StageDefault, ruleNameUnresolved, why+
+		"; a name is never resolved to see whether it lands in an IP or CIDR entry such as "+strconv.Quote(entry.text)+
+		" (the lookup alone would carry data out in DNS); allow it by name, e.g. --allow "+hp)
+}
+
+// defaultDenied is the default's denial of d.
+func (p *Policy) defaultDenied(d Decision, port uint16) Decision {
+	if !p.public {
+		return p.denied(d, StageDefault, "default:deny",
+			"no allow entry matches and the default is deny; add an allow entry for this destination")
+	}
+	return p.denied(d, StageDefault, "default:public",
+		"port "+portString(port)+" is not among the ports "+p.portsString()+" that default: public allows; add an allow entry with this port")
 }
 
 func (p *Policy) denied(d Decision, s Stage, rule, reason string) Decision {
@@ -228,18 +288,6 @@ func (p *Policy) portOK(port uint16) bool {
 
 func (p *Policy) portsString() string {
 	return fmt.Sprint(p.ports)
-}
-
-func (p *Policy) addrAllowOnPort(port uint16) bool {
-	if !p.addrAllow {
-		return false
-	}
-	for i := range p.allow {
-		if p.allow[i].isAddr() && p.allow[i].matchPort(port) {
-			return true
-		}
-	}
-	return false
 }
 
 // embeddedText holds Decision.Rule and Reason for every pair of an

@@ -16,7 +16,7 @@ import (
 
 func TestProxyConnectTunnelsBytesBothWays(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String()}},
+	env := startProxy(t, Config{Allow: []string{echo.String(), fmt.Sprintf("echo.test:%d", echo.Port())}},
 		StubResolver{"echo.test": {echo.Addr()}}, nil)
 
 	for _, target := range []string{echo.String(), fmt.Sprintf("echo.test:%d", echo.Port())} {
@@ -114,7 +114,7 @@ func TestProxyDeniesBeforeConnect(t *testing.T) {
 }
 
 func TestProxyRefusesItself(t *testing.T) {
-	env := startProxy(t, Config{Allow: []string{"127.0.0.0/8", "::1"}},
+	env := startProxy(t, Config{Allow: []string{"self.test", "127.0.0.0/8", "::1"}},
 		StubResolver{"self.test": {netip.MustParseAddr("127.0.0.1")}}, nil)
 	_, port, _ := net.SplitHostPort(env.addr)
 	for _, raw := range []string{

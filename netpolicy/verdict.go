@@ -66,7 +66,10 @@ type Decision struct {
 	Reason string
 	// Rule identifies what matched, as "<stage>:<entry>", for example
 	// "deny:tracker.example.com", "special:10.0.0.0/8",
-	// "always-deny:169.254.169.254", "default:public".
+	// "always-deny:169.254.169.254", "default:public", or one of the
+	// rules that name no entry: "name-not-resolved" (a name that only an
+	// IP or CIDR entry could have matched; names are not resolved for
+	// those), "invalid", "resolve", "dial-check", "proxy-self".
 	Rule string
 	// Stage is the step of the decision order that decided.
 	Stage Stage

@@ -217,7 +217,9 @@ func TestRedirectRelativeToRebindingName(t *testing.T) {
 			res := &seqResolver{answers: map[string][][]netip.Addr{
 				"rebind.test": {{netip.MustParseAddr("127.0.0.1")}, {netip.MustParseAddr("169.254.169.254")}},
 			}}
-			f, log := newTestFetcher(t, FetchOptions{}, []string{srv.hostPort()}, res)
+			// The name is allowed by name: an address entry alone would
+			// not have it resolved.
+			f, log := newTestFetcher(t, FetchOptions{}, []string{srv.hostPort(), host}, res)
 			u := fmt.Sprintf("http://%s/?code=%d&to=%s", host, code, urlQueryEscape(loc))
 			if we := fetchErr(t, f, u); we.Code != CodeNetDenied {
 				t.Errorf("HTTP %d to %q after rebinding: %v, want %s", code, loc, we, CodeNetDenied)

@@ -104,7 +104,7 @@ func TestPolicyCheckPolicyFileAndAllowFlag(t *testing.T) {
 	os.WriteFile(file, []byte("default: deny\nallow:\n  - \"*.corp.test:8443\"\ndeny:\n  - bad.corp.test\n"), 0o600)
 	out, code := policyCheck(t, "--json", "--policy", file, "--allow", "10.0.0.0/8",
 		"--resolve", "a.corp.test=93.184.215.14", "--resolve", "bad.corp.test=93.184.215.14", "--resolve", "db.corp.test=10.1.1.1",
-		"https://a.corp.test:8443/", "https://bad.corp.test:8443/", "db.corp.test:5432", "8.8.8.8:443")
+		"https://a.corp.test:8443/", "https://bad.corp.test:8443/", "db.corp.test:5432", "10.1.1.1:5432", "8.8.8.8:443")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
 	}
@@ -112,13 +112,22 @@ func TestPolicyCheckPolicyFileAndAllowFlag(t *testing.T) {
 	want := []struct{ verdict, rule string }{
 		{"allow", "allow:*.corp.test:8443"},
 		{"deny", "deny:bad.corp.test"},
+		// A CIDR entry allows addresses written as addresses; the name is
+		// not resolved (not even through a pin) to see where it lands.
+		{"deny", "name-not-resolved"},
 		{"allow", "allow:10.0.0.0/8"},
 		{"deny", "default:deny"},
+	}
+	if len(rs) != len(want) {
+		t.Fatalf("output:\n%s", out)
 	}
 	for i, w := range want {
 		if rs[i].Verdict != w.verdict || rs[i].Rule != w.rule {
 			t.Errorf("%s = %s %s; want %s %s", rs[i].Target, rs[i].Verdict, rs[i].Rule, w.verdict, w.rule)
 		}
+	}
+	if r := rs[2]; len(r.Addresses) != 0 || !strings.Contains(r.Reason, "--allow db.corp.test:5432") {
+		t.Errorf("db.corp.test:5432 = addresses %v, reason %q; want no addresses and the fix --allow db.corp.test:5432", r.Addresses, r.Reason)
 	}
 }
 
