@@ -47,7 +47,8 @@ type Options struct {
 	// is nil too, everything is denied.
 	Net *netpolicy.Policy
 	// Resolver resolves names for the proxy and for Net. If nil, the
-	// system resolver is used. Tests pass a netpolicy.StubResolver.
+	// system resolver is used. Tests pass a netpolicy.StubResolver or
+	// RecordingResolver, so that no query leaves the machine.
 	Resolver netpolicy.Resolver
 	// Audit receives the proxy's JSON audit lines (one per connection).
 	// If nil, none are written.

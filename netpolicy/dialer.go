@@ -12,10 +12,11 @@ import (
 )
 
 // Dialer connects only where its Policy allows. It resolves a name
-// itself, judges every address, refuses the name if any address is
-// forbidden, dials the addresses it checked (never the name), and
-// re-checks in the socket's Control hook the address the kernel is about
-// to connect to. A name that changes its answer (DNS rebinding) therefore
+// itself — only a name that a name rule could allow (Policy.MayResolve),
+// so that DNS carries nothing out for the others — judges every address,
+// refuses the name if any address is forbidden, dials the addresses it
+// checked (never the name), and re-checks in the socket's Control hook
+// the address the kernel is about to connect to. A name that changes its answer (DNS rebinding) therefore
 // gains nothing: the answer judged is the answer dialled.
 //
 // The zero Dialer denies everything; set Policy.
