@@ -14,6 +14,10 @@ type Spec struct {
 	// read-write at the same path inside the sandbox, so paths mean the
 	// same thing inside and out.
 	Workspace string
+	// AllowHomeWorkspace accepts a home directory itself (/root, /home/u,
+	// $HOME) as Workspace. Without it such a workspace is refused: the
+	// world could read and rewrite every dotfile and credential in it.
+	AllowHomeWorkspace bool
 	// Image is the container image (docker driver). Images are never
 	// pulled implicitly.
 	Image string

@@ -45,6 +45,8 @@ var checks = []check{
 	{"OutputTailsExact", false, checkTails},
 	{"ExitCodesPropagate", false, checkExitCodes},
 	{"TerminalWhenAsked", false, checkTerminal},
+	{"SystemWorkspacesRefused", false, checkSystemWorkspaces},
+	{"BadLimitsRefused", false, checkBadLimits},
 }
 
 // The workspace is mounted read-write at the same path.
