@@ -100,7 +100,7 @@ func CheckPids(n int64) error {
 func CheckCPUs(cpus float64) error {
 	host := HostCPUs()
 	if math.IsNaN(cpus) || math.IsInf(cpus, 0) || cpus < MinCPUs || cpus > float64(host) {
-		return fmt.Errorf("%v is not a CPU limit this host can apply; use %v to %d (this host's CPUs)", cpus, MinCPUs, host)
+		return fmt.Errorf("%v is not a CPU limit this host can apply; use %v to %d, this host's CPUs", cpus, MinCPUs, host)
 	}
 	return nil
 }
@@ -207,7 +207,11 @@ func CheckWorkspace(path string, allowHome bool) (string, error) {
 		name = fmt.Sprintf("%s (%s)", path, real)
 	}
 	if sys := systemLocation(real); sys != "" {
-		return bad(fmt.Sprintf("%s is the system location %s: a world could rewrite the host's system files, or with /sys/fs/cgroup leave its cgroup", name, sys), project)
+		where := "is the system location"
+		if sys != real {
+			where = "is inside the system location"
+		}
+		return bad(fmt.Sprintf("%s %s %s: %s", name, where, sys, systemWhy(sys)), project)
 	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(real, &st); err != nil {
@@ -240,6 +244,21 @@ func systemLocation(real string) string {
 		}
 	}
 	return ""
+}
+
+// systemWhy says what a world could do with a system location writable.
+func systemWhy(sys string) string {
+	switch sys {
+	case "/sys", "/proc":
+		return "a world could change kernel settings, and through /sys/fs/cgroup leave its cgroup and limits"
+	case "/dev":
+		return "a world could reach the host's devices"
+	case "/run", "/var/run", "/var/lock":
+		return "a world could reach and replace the sockets and state of the host's services"
+	case "/", "/var", "/var/lib", "/home", "/opt", "/srv", "/tmp", "/var/tmp":
+		return "it holds the host's or other users' files, which a world could rewrite"
+	}
+	return "a world could rewrite the host's system files"
 }
 
 // isHome reports whether real is a home directory: /root, a directory
