@@ -14,6 +14,10 @@ type Spec struct {
 	// read-write at the same path inside the sandbox, so paths mean the
 	// same thing inside and out.
 	Workspace string
+	// AllowHomeWorkspace accepts a home directory itself (/root, /home/u,
+	// $HOME) as Workspace. Without it such a workspace is refused: the
+	// world could read and rewrite every dotfile and credential in it.
+	AllowHomeWorkspace bool
 	// Image is the container image (docker driver). Images are never
 	// pulled implicitly.
 	Image string
@@ -63,7 +67,8 @@ type EgressServer interface {
 	Serve(l net.Listener) error
 }
 
-// Default limits of a sandbox.
+// Default limits of a sandbox. DefaultSpec grants DefaultCPUs, or every
+// CPU of a host with fewer.
 const (
 	DefaultMemoryBytes = 2 << 30 // 2 GiB
 	DefaultPids        = 1024
@@ -89,8 +94,7 @@ var DefaultMasks = []string{
 func DefaultSpec(workspace string) *Spec {
 	mem := int64(DefaultMemoryBytes)
 	pids := int64(DefaultPids)
-	period := uint64(100000)
-	quota := int64(DefaultCPUs * float64(period))
+	quota, period := CPUQuota(min(DefaultCPUs, float64(HostCPUs())))
 	return &Spec{
 		Workspace: workspace,
 		Image:     "dsh/base:latest",

@@ -57,10 +57,11 @@ Use --policy and --allow to change it for one run.`,
 	f.String("driver", "", "sandbox driver: native, docker, or host (host needs --unconfined)")
 	f.Bool("unconfined", false, "run on the host WITHOUT any confinement (development only; selects the host driver)")
 	f.String("image", "", "container image of the docker driver")
-	f.String("workspace", "", "workspace directory, mounted read-write (default: current directory)")
-	f.String("memory", "", "memory limit, such as 512MiB or 2G")
-	f.Int("pids", 0, "maximum number of processes")
-	f.Float64("cpus", 0, "CPUs' worth of time, such as 1.5")
+	f.String("workspace", "", "workspace directory, mounted read-write (default: current directory); never a system location (/etc, /usr, /var, /sys, ...)")
+	f.Bool("workspace-home", false, "accept a home directory itself (~, /root, /home/USER) as the workspace: every dotfile and credential in it becomes writable inside")
+	f.String("memory", "", "memory limit, such as 512MiB or 2G (at least 8MiB)")
+	f.Int("pids", 0, "maximum number of processes (1 to 4194304)")
+	f.Float64("cpus", 0, "CPUs' worth of time, such as 1.5 (0.01 to this host's CPUs)")
 	f.Bool("no-limits", false, "run without memory, pids and cpu limits (where dsh cannot write cgroups); all other confinement stays")
 	f.Duration("timeout", 0, "end the command after this long (SIGTERM to its processes, 3s, SIGKILL) and exit 124; 0 means no timeout")
 	f.StringArray("env", nil, "environment entry K=V for the command (repeatable); the host environment never enters")
@@ -286,6 +287,7 @@ func runSpec(cmd *cobra.Command, cfg *config.Config) (*sandbox.Spec, error) {
 		return nil, err
 	}
 	spec := sandbox.DefaultSpec(abs)
+	spec.AllowHomeWorkspace, _ = cmd.Flags().GetBool("workspace-home")
 	if cfg.Sandbox.Image != "" {
 		spec.Image = cfg.Sandbox.Image
 	}
@@ -300,22 +302,17 @@ func runSpec(cmd *cobra.Command, cfg *config.Config) (*sandbox.Spec, error) {
 		spec.Resources = nil
 		return spec, nil
 	}
-	if lim.Memory != "" {
-		n, err := config.ParseSize(lim.Memory)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("--memory / sandbox.limits.memory %q is not a positive size such as 512MiB", lim.Memory)
-		}
-		spec.Resources.Memory = &specs.LinuxMemory{Limit: &n}
+	// loadConfig validated the limits (config.Validate, with the rules of
+	// package sandbox), whether they came from flags, environment or file.
+	n, err := config.ParseSize(lim.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("--memory / sandbox.limits.memory: %w", err)
 	}
-	if lim.Pids > 0 {
-		n := int64(lim.Pids)
-		spec.Resources.Pids = &specs.LinuxPids{Limit: &n}
-	}
-	if lim.CPUs > 0 {
-		period := uint64(100000)
-		quota := int64(lim.CPUs * float64(period))
-		spec.Resources.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
-	}
+	pids := int64(lim.Pids)
+	quota, period := sandbox.CPUQuota(lim.CPUs)
+	spec.Resources.Memory = &specs.LinuxMemory{Limit: &n}
+	spec.Resources.Pids = &specs.LinuxPids{Limit: &pids}
+	spec.Resources.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
 	return spec, nil
 }
 

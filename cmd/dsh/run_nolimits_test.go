@@ -44,7 +44,8 @@ func TestRunNoLimitsAsUnprivilegedUser(t *testing.T) {
 	run := func(args ...string) (int, string, string) {
 		cmd := exec.Command(bin, append([]string{"run"}, args...)...)
 		cmd.Dir = ws
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + ws, "XDG_CONFIG_HOME=" + ws}
+		// The workspace is in the home, not the home itself.
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_CONFIG_HOME=" + ws}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -46,6 +46,8 @@ var checks = []check{
 	{"ExitCodesPropagate", false, checkExitCodes},
 	{"TerminalWhenAsked", false, checkTerminal},
 	{"DeniedNamesNeverResolved", false, checkDeniedNamesNeverResolved},
+	{"SystemWorkspacesRefused", false, checkSystemWorkspaces},
+	{"BadLimitsRefused", false, checkBadLimits},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -33,12 +33,15 @@ type Sandbox struct {
 
 // Limits are per-world resource limits.
 type Limits struct {
-	// Memory is a size such as 512MiB or 2G. If empty, 2GiB.
+	// Memory is a size such as 512MiB or 2G, at least 8MiB. Default 2GiB.
 	Memory string `mapstructure:"memory"`
-	// Pids is the maximum number of processes. If zero, 1024.
+	// Pids is the maximum number of processes, 1 to 4194304. Default 1024.
 	Pids int `mapstructure:"pids"`
-	// CPUs is the number of CPUs' worth of time. If zero, 2.
+	// CPUs is the number of CPUs' worth of time, 0.01 to the host's CPUs.
+	// Default 2, or every CPU of a host with fewer.
 	CPUs float64 `mapstructure:"cpus"`
+	// Zero, negative, NaN and infinite values are refused, never read
+	// as "no limit".
 	// Off runs worlds with no memory, pids or cpu limits, for hosts where
 	// dsh cannot write cgroups (an unprivileged user on cgroup v1). It is
 	// an explicit choice, never a fallback: filesystem, network and

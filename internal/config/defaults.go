@@ -1,5 +1,7 @@
 package config
 
+import "github.com/dsh-dev/dsh/sandbox"
+
 // Default returns the configuration dsh uses when nothing is set. Every
 // key has a default here, so every key is known to the loader (and to
 // unknown-key detection).
@@ -8,7 +10,7 @@ func Default() Config {
 		Sandbox: Sandbox{
 			Driver: "native",
 			Image:  "dsh/base:latest",
-			Limits: Limits{Memory: "2GiB", Pids: 1024, CPUs: 2},
+			Limits: Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs()))},
 			Masks:  []string{},
 		},
 		Network: Policy{Default: "deny", Ports: []int{}, Allow: []string{}, Deny: []string{}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-dev/dsh/internal/idn"
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // Validate reports every problem in c at once, each naming its key path.
@@ -24,17 +25,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("sandbox.driver", "%q is not a driver; use native, docker or host", c.Sandbox.Driver)
 	}
-	if c.Sandbox.Limits.Memory != "" {
-		if _, err := ParseSize(c.Sandbox.Limits.Memory); err != nil {
-			bad("sandbox.limits.memory", "%v", err)
-		}
-	}
-	if c.Sandbox.Limits.Pids < 0 {
-		bad("sandbox.limits.pids", "%d is negative; use a positive number of processes", c.Sandbox.Limits.Pids)
-	}
-	if c.Sandbox.Limits.CPUs < 0 {
-		bad("sandbox.limits.cpus", "%v is negative; use a number of CPUs such as 1.5", c.Sandbox.Limits.CPUs)
-	}
+	validateLimits(c.Sandbox.Limits, bad)
 	for i, m := range c.Sandbox.Masks {
 		if !strings.HasPrefix(m, "/") && !strings.HasPrefix(m, "~/") {
 			bad(fmt.Sprintf("sandbox.masks[%d]", i), "%q is not an absolute path or ~/path", m)
@@ -69,6 +60,26 @@ func (c *Config) Validate() error {
 		return nil
 	}
 	return errs
+}
+
+// validateLimits checks the limits with the rules every sandbox driver
+// applies (package sandbox), so a value the configuration accepts is one
+// a driver opens. The flags of dsh run (--memory, --pids, --cpus) set
+// these keys, so they are checked here too. Zero and empty are refused
+// like any value no kernel enforces: the defaults are never zero, and
+// running without limits is the explicit sandbox.limits.off.
+func validateLimits(l Limits, bad func(key, format string, args ...any)) {
+	if n, err := ParseSize(l.Memory); err != nil {
+		bad("sandbox.limits.memory", "%v (flag --memory)", err)
+	} else if err := sandbox.CheckMemory(n); err != nil {
+		bad("sandbox.limits.memory", "%q: %v (flag --memory)", l.Memory, err)
+	}
+	if err := sandbox.CheckPids(int64(l.Pids)); err != nil {
+		bad("sandbox.limits.pids", "%v (flag --pids)", err)
+	}
+	if err := sandbox.CheckCPUs(l.CPUs); err != nil {
+		bad("sandbox.limits.cpus", "%v (flag --cpus)", err)
+	}
 }
 
 // validatePolicy checks a policy section; each allow and deny entry is

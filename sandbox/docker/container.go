@@ -104,7 +104,7 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 		profile = string(b)
 	}
 	if err != nil {
-		return nil, nil, &specError{"Seccomp", err.Error()}
+		return nil, nil, &specError{field: "Seccomp", msg: err.Error()}
 	}
 	host.SecurityOpt = append(host.SecurityOpt, "seccomp="+profile)
 	if err := resources(spec, host); err != nil {
@@ -127,10 +127,10 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 				// tmpfs there would hide it.
 				continue
 			}
-			return nil, nil, &specError{fmt.Sprintf("Mounts[%d] (%s)", i, m.Destination), "mounted over the workspace"}
+			return nil, nil, &specError{field: fmt.Sprintf("Mounts[%d] (%s)", i, m.Destination), msg: "mounted over the workspace"}
 		}
 		if err := addMount(host, m); err != nil {
-			return nil, nil, &specError{fmt.Sprintf("Mounts[%d] (%s)", i, m.Destination), err.Error()}
+			return nil, nil, &specError{field: fmt.Sprintf("Mounts[%d] (%s)", i, m.Destination), msg: err.Error()}
 		}
 	}
 	host.Mounts = append(host.Mounts, maskMounts(spec, p.Home)...)
@@ -141,14 +141,14 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 // so nothing is silently dropped.
 func checkUnsupported(spec *sandbox.Spec) error {
 	if spec.Workspace == "" || !filepath.IsAbs(spec.Workspace) {
-		return &specError{"Workspace", fmt.Sprintf("%q must be an absolute host path", spec.Workspace)}
+		return &specError{field: "Workspace", msg: fmt.Sprintf("%q must be an absolute host path", spec.Workspace)}
 	}
 	if spec.Image == "" {
-		return &specError{"Image", "empty; set an image such as dsh/base:latest"}
+		return &specError{field: "Image", msg: "empty; set an image such as dsh/base:latest"}
 	}
 	if r := spec.Resources; r != nil {
 		if len(r.Devices) > 0 || len(r.HugepageLimits) > 0 || r.BlockIO != nil || r.Network != nil || len(r.Rdma) > 0 || len(r.Unified) > 0 {
-			return &specError{"Resources", "only memory, pids and cpu limits are supported by the docker driver"}
+			return &specError{field: "Resources", msg: "only memory, pids and cpu limits are supported by the docker driver"}
 		}
 	}
 	return nil
@@ -173,25 +173,24 @@ func capabilities(c *specs.LinuxCapabilities) []string {
 
 func resources(spec *sandbox.Spec, host *container.HostConfig) error {
 	r := spec.Resources
+	// Open checked the Spec already; the conversion checks again so it
+	// never turns a limit the kernel would not enforce into none.
+	if err := sandbox.CheckResources(r); err != nil {
+		return invalid(err)
+	}
 	if r != nil && r.Memory != nil && r.Memory.Limit != nil {
-		if *r.Memory.Limit <= 0 {
-			return &specError{"Resources.Memory.Limit", "must be positive"}
-		}
 		host.Memory = *r.Memory.Limit
 		// No swap: a memory bomb is OOM-killed at the limit instead of
 		// thrashing the host's swap.
 		host.MemorySwap = *r.Memory.Limit
 	}
 	if r != nil && r.Pids != nil && r.Pids.Limit != nil {
-		if *r.Pids.Limit <= 0 {
-			return &specError{"Resources.Pids.Limit", "must be positive"}
-		}
 		n := *r.Pids.Limit
 		host.PidsLimit = &n
 	}
-	if r != nil && r.CPU != nil && r.CPU.Quota != nil && *r.CPU.Quota > 0 {
-		period := uint64(100000)
-		if r.CPU.Period != nil && *r.CPU.Period > 0 {
+	if r != nil && r.CPU != nil && r.CPU.Quota != nil {
+		period := uint64(sandbox.DefaultCPUPeriod)
+		if r.CPU.Period != nil {
 			period = *r.CPU.Period
 		}
 		host.CPUQuota = *r.CPU.Quota
@@ -200,7 +199,7 @@ func resources(spec *sandbox.Spec, host *container.HostConfig) error {
 	for i, rl := range spec.Rlimits {
 		name, ok := strings.CutPrefix(rl.Type, "RLIMIT_")
 		if !ok {
-			return &specError{fmt.Sprintf("Rlimits[%d]", i), fmt.Sprintf("type %q is not RLIMIT_*", rl.Type)}
+			return &specError{field: fmt.Sprintf("Rlimits[%d]", i), msg: fmt.Sprintf("type %q is not RLIMIT_*", rl.Type)}
 		}
 		soft, hard := clampRlimit(rl.Type, rl.Soft, rl.Hard)
 		host.Ulimits = append(host.Ulimits, &container.Ulimit{Name: strings.ToLower(name), Soft: int64(soft), Hard: int64(hard)})

@@ -122,15 +122,22 @@ func (d *Driver) Close() error {
 // Everything made before a failure is removed again.
 func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instance, err error) {
 	if spec == nil {
-		return nil, &specError{"", "nil Spec"}
+		return nil, &specError{field: "", msg: "nil Spec"}
 	}
 	d.reapOnce.Do(func() {
 		if err := d.Reap(ctx); err != nil {
 			d.log.Warn("reaping leftovers of a crashed dsh", "err", err)
 		}
 	})
-	if fi, err := os.Stat(spec.Workspace); err != nil || !fi.IsDir() {
-		return nil, &specError{"Workspace", fmt.Sprintf("%q is not an existing directory", spec.Workspace)}
+	ws, err := sandbox.Validate(spec)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	// The real path is what is bound: the path checked is the one mounted.
+	if ws != spec.Workspace {
+		c := *spec
+		c.Workspace = ws
+		spec = &c
 	}
 	img, err := d.cli.ImageInspect(ctx, spec.Image)
 	if err != nil {

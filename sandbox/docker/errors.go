@@ -3,6 +3,9 @@ package docker
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 var (
@@ -30,9 +33,27 @@ func (e *imageError) Error() string {
 
 func (e *imageError) Unwrap() error { return ErrImageNotFound }
 
-// specError names the Spec field at fault.
-type specError struct{ field, msg string }
+// specError names the Spec field at fault. When the rule is every
+// driver's (sandbox.Validate), cause is its *sandbox.SpecError.
+type specError struct {
+	field, msg string
+	cause      error
+}
 
 func (e *specError) Error() string { return fmt.Sprintf("docker: spec %s: %s", e.field, e.msg) }
 
-func (e *specError) Unwrap() error { return ErrInvalidSpec }
+func (e *specError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrInvalidSpec}
+	}
+	return []error{ErrInvalidSpec, e.cause}
+}
+
+// invalid makes an error of sandbox.Validate this driver's.
+func invalid(err error) error {
+	var se *sandbox.SpecError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return &specError{se.Field, strings.TrimPrefix(se.Error(), "Spec."+se.Field+": "), se}
+}

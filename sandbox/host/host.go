@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"syscall"
 
@@ -27,17 +26,21 @@ func New() *Driver { return &Driver{} }
 // Name returns "host".
 func (*Driver) Name() string { return Name }
 
-// Open checks the workspace and, when spec.Egress is set, serves it on a
-// loopback listener that HTTP_PROXY and HTTPS_PROXY point at (processes
-// that honour them go through the policy; nothing forces the others to).
+// Open checks the Spec as every driver does (sandbox.Validate) and, when
+// spec.Egress is set, serves it on a loopback listener that HTTP_PROXY and
+// HTTPS_PROXY point at (processes that honour them go through the policy;
+// nothing forces the others to).
 func (*Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error) {
 	if spec == nil {
 		return nil, errors.New("host: nil spec")
 	}
-	if fi, err := os.Stat(spec.Workspace); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("host: workspace %q is not a directory", spec.Workspace)
+	// The host driver confines nothing, but it takes the same Specs as
+	// every driver: a Spec it opens is one a confining driver opens.
+	ws, err := sandbox.Validate(spec)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
 	}
-	in := &Instance{workspace: spec.Workspace, procs: map[*process]struct{}{}}
+	in := &Instance{workspace: ws, procs: map[*process]struct{}{}}
 	if spec.Egress != nil {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -48,7 +48,9 @@ type worldCgroup interface {
 const pidsReserve = initThreads + 16
 
 // limits keeps the controllers the native driver sets (memory, pids,
-// cpu) and reports whether any limit is requested at all.
+// cpu) and reports whether any limit is requested at all. The values
+// were checked by sandbox.Validate: a limit that is set is one the
+// kernel enforces.
 func limits(r *specs.LinuxResources) (*specs.LinuxResources, bool, error) {
 	if r == nil {
 		return nil, false, nil
@@ -57,14 +59,14 @@ func limits(r *specs.LinuxResources) (*specs.LinuxResources, bool, error) {
 		return nil, false, &specError{Field: "Resources", Msg: "only memory, pids and cpu limits are supported by the native driver"}
 	}
 	out := &specs.LinuxResources{}
-	if m := r.Memory; m != nil && m.Limit != nil && *m.Limit > 0 {
+	if m := r.Memory; m != nil && m.Limit != nil {
 		out.Memory = &specs.LinuxMemory{Limit: m.Limit, Swap: m.Limit} // no swap beyond the limit
 	}
-	if p := r.Pids; p != nil && p.Limit != nil && *p.Limit > 0 {
+	if p := r.Pids; p != nil && p.Limit != nil {
 		n := *p.Limit + pidsReserve
 		out.Pids = &specs.LinuxPids{Limit: &n}
 	}
-	if c := r.CPU; c != nil && c.Quota != nil && *c.Quota > 0 {
+	if c := r.CPU; c != nil && c.Quota != nil {
 		out.CPU = &specs.LinuxCPU{Quota: c.Quota, Period: c.Period}
 	}
 	return out, out.Memory != nil || out.Pids != nil || out.CPU != nil, nil

@@ -97,62 +97,53 @@ func decodeConfig(s string) (*initConfig, error) {
 	return &c, nil
 }
 
-// checkSpec rejects Spec fields the driver cannot honour. The native
-// driver only confines more than a Spec asks for when the Spec asks for
-// the hardened defaults; anything that asks for less is an error rather
-// than silently ignored.
-func checkSpec(s *sandbox.Spec) error {
-	if s == nil {
-		return &specError{Field: "(nil)", Msg: "no spec given; use sandbox.DefaultSpec(workspace)"}
-	}
-	if s.Workspace == "" || !filepath.IsAbs(s.Workspace) {
-		return &specError{Field: "Workspace", Msg: fmt.Sprintf("%q is not an absolute path", s.Workspace)}
-	}
-	if real, err := filepath.EvalSymlinks(s.Workspace); err == nil && real == "/" {
-		return &specError{Field: "Workspace", Msg: "the host root / cannot be the workspace: it would make the whole host writable; use a project directory"}
-	}
-	if fi, err := os.Stat(s.Workspace); err != nil {
-		return &specError{Field: "Workspace", Msg: err.Error()}
-	} else if !fi.IsDir() {
-		return &specError{Field: "Workspace", Msg: fmt.Sprintf("%q is not a directory", s.Workspace)}
+// checkSpec rejects Spec fields the driver cannot honour, after the
+// checks of every driver (sandbox.Validate), and returns the workspace's
+// real path. The native driver only confines more than a Spec asks for
+// when the Spec asks for the hardened defaults; anything that asks for
+// less is an error rather than silently ignored.
+func checkSpec(s *sandbox.Spec) (workspace string, err error) {
+	ws, err := sandbox.Validate(s)
+	if err != nil {
+		return "", invalid(err)
 	}
 	if !s.ReadonlyRoot {
-		return &specError{Field: "ReadonlyRoot", Msg: "the native driver always mounts the host root read-only; set it to true"}
+		return "", &specError{Field: "ReadonlyRoot", Msg: "the native driver always mounts the host root read-only; set it to true"}
 	}
 	if !s.NoNewPrivileges {
-		return &specError{Field: "NoNewPrivileges", Msg: "the native driver always sets no_new_privs; set it to true"}
+		return "", &specError{Field: "NoNewPrivileges", Msg: "the native driver always sets no_new_privs; set it to true"}
 	}
 	if c := s.Capabilities; c != nil && len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) > 0 {
-		return &specError{Field: "Capabilities", Msg: "the native driver drops every capability; leave the sets empty"}
+		return "", &specError{Field: "Capabilities", Msg: "the native driver drops every capability; leave the sets empty"}
 	}
 	if s.Seccomp != nil {
-		return &specError{Field: "Seccomp", Msg: "custom seccomp profiles are not supported by the native driver; leave it nil for the built-in filter"}
+		return "", &specError{Field: "Seccomp", Msg: "custom seccomp profiles are not supported by the native driver; leave it nil for the built-in filter"}
 	}
 	for _, m := range s.Mounts {
 		if !filepath.IsAbs(m.Destination) {
-			return &specError{Field: "Mounts", Msg: fmt.Sprintf("destination %q is not absolute", m.Destination)}
+			return "", &specError{Field: "Mounts", Msg: fmt.Sprintf("destination %q is not absolute", m.Destination)}
 		}
 		switch m.Type {
 		case "tmpfs":
 		case "bind", "rbind", "":
 			if !filepath.IsAbs(m.Source) {
-				return &specError{Field: "Mounts", Msg: fmt.Sprintf("bind source %q for %s is not absolute", m.Source, m.Destination)}
+				return "", &specError{Field: "Mounts", Msg: fmt.Sprintf("bind source %q for %s is not absolute", m.Source, m.Destination)}
 			}
 		default:
-			return &specError{Field: "Mounts", Msg: fmt.Sprintf("mount type %q at %s is not supported (tmpfs and bind are)", m.Type, m.Destination)}
+			return "", &specError{Field: "Mounts", Msg: fmt.Sprintf("mount type %q at %s is not supported (tmpfs and bind are)", m.Type, m.Destination)}
 		}
 		for _, o := range m.Options {
 			if _, ok := mountOption(o); !ok {
-				return &specError{Field: "Mounts", Msg: fmt.Sprintf("option %q of %s is not supported", o, m.Destination)}
+				return "", &specError{Field: "Mounts", Msg: fmt.Sprintf("option %q of %s is not supported", o, m.Destination)}
 			}
 		}
 	}
 	for _, r := range s.Rlimits {
 		if _, ok := rlimitNames[r.Type]; !ok {
-			return &specError{Field: "Rlimits", Msg: fmt.Sprintf("unknown rlimit %q", r.Type)}
+			return "", &specError{Field: "Rlimits", Msg: fmt.Sprintf("unknown rlimit %q", r.Type)}
 		}
 	}
-	return nil
+	return ws, nil
 }
 
 // identity returns the uid, gid and groups processes run as.

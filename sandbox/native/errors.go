@@ -3,6 +3,9 @@ package native
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // ErrUnavailable reports that this machine cannot set up native
@@ -38,11 +41,28 @@ func (e *unavailableError) Error() string {
 func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
 
 // specError names the Spec field that cannot be honoured and what to do.
+// When the rule is every driver's (sandbox.Validate), Cause is its
+// *sandbox.SpecError.
 type specError struct {
 	Field string
 	Msg   string
+	Cause error
 }
 
 func (e *specError) Error() string { return fmt.Sprintf("native: Spec.%s: %s", e.Field, e.Msg) }
 
-func (e *specError) Unwrap() error { return ErrUnsupportedSpec }
+func (e *specError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrUnsupportedSpec}
+	}
+	return []error{ErrUnsupportedSpec, e.Cause}
+}
+
+// invalid makes an error of sandbox.Validate this driver's.
+func invalid(err error) error {
+	var se *sandbox.SpecError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return &specError{Field: se.Field, Msg: strings.TrimPrefix(se.Error(), "Spec."+se.Field+": "), Cause: se}
+}

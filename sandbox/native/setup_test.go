@@ -245,6 +245,7 @@ func TestMasksInsideTheWorkspace(t *testing.T) {
 	os.Mkdir(filepath.Join(ws, ".aws"), 0o700)
 	os.WriteFile(filepath.Join(ws, ".aws", "credentials"), []byte("SECRET"), 0o600)
 	spec := sandbox.DefaultSpec(ws)
+	spec.AllowHomeWorkspace = true
 	spec.Masks = []string{"~/.aws"}
 	out, err := sh(t, spec, `cat `+ws+`/.aws/credentials 2>&1; echo ok > `+ws+`/f && echo ws=writable`)
 	if err != nil {

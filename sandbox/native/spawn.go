@@ -52,7 +52,8 @@ type stdio struct {
 // argv as the sandbox's PID 1 instead of serving pid1 (probe and tests of
 // the setup stage). On error everything created is removed.
 func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEnv []string, io3 *stdio) (_ *launch, err error) {
-	if err := checkSpec(spec); err != nil {
+	ws, err := checkSpec(spec)
+	if err != nil {
 		return nil, err
 	}
 	res, wantLimits, err := limits(spec.Resources)
@@ -62,10 +63,6 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	uid, gid, groups, err := identity(spec)
 	if err != nil {
 		return nil, err
-	}
-	ws, err := filepath.EvalSymlinks(spec.Workspace)
-	if err != nil {
-		return nil, &specError{Field: "Workspace", Msg: err.Error()}
 	}
 	exe := d.opts.Executable
 	if exe == "" {
