@@ -45,6 +45,7 @@ var checks = []check{
 	{"OutputTailsExact", false, checkTails},
 	{"ExitCodesPropagate", false, checkExitCodes},
 	{"TerminalWhenAsked", false, checkTerminal},
+	{"NoHostControllingTerminal", true, checkNoHostTerminal},
 }
 
 // The workspace is mounted read-write at the same path.
