@@ -90,9 +90,10 @@ func onTerminalToEnd(t *testing.T, args ...string) (shown string, code int, pend
 func TestRunNoHostTerminal(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireUserNS(t)
-	shown, code, _ := onTerminalToEnd(t, "run", "--", "sh", "-c", `if exec 3</dev/tty; then echo opened-devtty; else echo no-devtty; fi`)
-	if code != 0 || !strings.Contains(shown, "no-devtty") || strings.Contains(shown, "opened-devtty") {
-		t.Errorf("exec 3</dev/tty inside: status %d, terminal showed %q; want it to fail (no controlling terminal)", code, shown)
+	// A failed redirection of exec ends the shell.
+	shown, code, _ := onTerminalToEnd(t, "run", "--", "sh", "-c", `exec 3</dev/tty; echo opened-devtty`)
+	if code == 0 || strings.Contains(shown, "opened-devtty") || !strings.Contains(shown, "No such device or address") {
+		t.Errorf("exec 3</dev/tty inside: status %d, terminal showed %q; want it to fail with ENXIO (no controlling terminal)", code, shown)
 	}
 
 	self, err := os.Executable()
@@ -161,5 +162,24 @@ func interruptOnTerminal(t *testing.T, args ...string) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("^C did not end dsh %q", args)
+	}
+}
+
+// The same on the docker driver, whose processes were never in dsh's
+// session: dsh forwards ^C through the world's init.
+func TestRunInterruptFromTerminalDocker(t *testing.T) {
+	testenv.RequireDocker(t)
+	ws := t.TempDir()
+	if err := os.Chmod(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		tty  []string
+	}{{"pipes", nil}, {"tty", []string{"-t"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"run", "--driver", "docker", "--image", "dsh/base:latest", "--workspace", ws}, c.tty...)
+			interruptOnTerminal(t, append(args, "--", "sh", "-c", "echo ready; exec sleep 60")...)
+		})
 	}
 }
