@@ -23,9 +23,9 @@ type ProcessSpec struct {
 	Stdin bool
 	// TTY, if set, gives the process a terminal of this size, made inside
 	// the sandbox, instead of pipes: its stdin, stdout and stderr are the
-	// terminal, it leads a new session with the terminal as controlling
-	// terminal, Stdout carries everything shown on the terminal and Stderr
-	// ends empty. With Stdin, what is written to Stdin is typed into it.
+	// terminal, the controlling terminal of the session it leads, Stdout
+	// carries everything shown on the terminal and Stderr ends empty. With
+	// Stdin, what is written to Stdin is typed into it.
 	TTY *WindowSize
 }
 
@@ -62,6 +62,8 @@ func (s ExitStatus) String() string {
 }
 
 // Process is a process running inside a sandbox, in its own process group.
+// In a confining driver it leads a session of its own, with no controlling
+// terminal unless ProcessSpec.TTY gave it one.
 type Process interface {
 	// Stdin is the process's stdin, or nil when ProcessSpec.Stdin was false.
 	Stdin() io.WriteCloser

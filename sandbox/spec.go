@@ -48,7 +48,8 @@ type Spec struct {
 	// Seccomp is the syscall filter. If nil, the driver's default filter is
 	// used; every driver's default denies at least mount, umount,
 	// pivot_root, new user namespaces, ptrace, process_vm_*, kexec, bpf,
-	// perf_event_open, keyctl, io_uring and open_by_handle_at.
+	// perf_event_open, keyctl, io_uring and open_by_handle_at, and the
+	// ioctls TIOCSTI and TIOCLINUX (on the request's low 32 bits).
 	Seccomp *specs.LinuxSeccomp
 	// Egress serves the sandbox's only way out. The driver creates a
 	// listener reachable from inside the sandbox (a unix socket forwarded

@@ -48,6 +48,7 @@ var checks = []check{
 	{"DeniedNamesNeverResolved", false, checkDeniedNamesNeverResolved},
 	{"SystemWorkspacesRefused", false, checkSystemWorkspaces},
 	{"BadLimitsRefused", false, checkBadLimits},
+	{"NoHostControllingTerminal", true, checkNoHostTerminal},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -18,7 +18,10 @@ var procReadonly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
 // procMasks hide kernel state that leaks host information.
 var procMasks = []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi"}
 
-// devNodes are bound from the host into the sandbox's /dev.
+// devNodes are bound from the host into the sandbox's /dev. tty (5:0)
+// names the opener's controlling terminal, not a device of the host: no
+// world process has one unless it runs on a terminal of the world
+// (ProcessSpec.TTY), so it opens that one or fails with ENXIO.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // buildRoot assembles the sandbox's root on c.Root and pivots into it.

@@ -164,6 +164,11 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	sys := &syscall.SysProcAttr{
 		Cloneflags:  cloneFlags,
 		AmbientCaps: setupCaps,
+		// A session of its own, with no controlling terminal: nothing in
+		// the world shares the user's terminal (its /dev/tty, TIOCSTI,
+		// settings) or its process group (^C reaches dsh alone, which
+		// forwards it to the command).
+		Setsid: true,
 	}
 	if os.Geteuid() == 0 {
 		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}}

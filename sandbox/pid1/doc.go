@@ -31,12 +31,13 @@
 //
 // Semantics the drivers rely on:
 //
-//   - Every process starts in its own process group; Signal signals the
-//     whole group.
+//   - Every process starts as the leader of a session of its own, and so
+//     of its own process group (its pid); Signal signals the whole group.
+//     Without a terminal the session has no controlling terminal: /dev/tty
+//     opens nothing (ENXIO), and no terminal of another session is its.
 //   - A process with a terminal (ProcessSpec.TTY) gets a pseudo-terminal
 //     opened by the init in the sandbox's own /dev/pts, as stdin, stdout,
-//     stderr and controlling terminal of a new session it leads (so its
-//     group is still its pid). Its 'o' stream carries the terminal's
+//     stderr and the controlling terminal of its session. Its 'o' stream carries the terminal's
 //     output, its 'e' stream ends empty, its 'i' stream is typed in, and a
 //     resize request sets the size (the kernel sends SIGWINCH).
 //   - argv[0] is resolved with the PATH of the process's own environment,

@@ -31,7 +31,7 @@ type childPipes struct {
 }
 
 // start validates req, resolves argv[0] and starts the process in its own
-// process group.
+// session (and so its own process group).
 func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 	fail := func(kind error, format string, args ...any) error {
 		return &StartError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
@@ -63,7 +63,11 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 
 	var files [3]*os.File // the child's ends
 	var p *childPipes
-	sys := &syscall.SysProcAttr{Setpgid: true}
+	// Every process leads a session of its own, without a controlling
+	// terminal unless it asked for one: nothing it does reaches a terminal
+	// of another session. Its process group is its pid, which Signal and
+	// the shutdown kill as a group.
+	sys := &syscall.SysProcAttr{Setsid: true}
 	if req.TTY != nil {
 		if req.TTY.Rows == 0 || req.TTY.Cols == 0 {
 			return nil, nil, fail(ErrInvalidSpec, "terminal size %dx%d: rows and columns must be at least 1", req.TTY.Rows, req.TTY.Cols)
@@ -74,10 +78,9 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 			return nil, nil, fail(nil, "creating the terminal: %v", err)
 		}
 		files = [3]*os.File{tty, tty, tty}
-		// A new session led by the process, with the terminal as its
-		// controlling terminal: job control and ^C work inside. Its
-		// process group is its pid, as with Setpgid.
-		sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		// The terminal becomes the session's controlling terminal: job
+		// control and ^C work inside.
+		sys.Setctty, sys.Ctty = true, 0
 	} else {
 		p, err = openPipes(&files, req.Stdin)
 		if err != nil {

@@ -61,6 +61,8 @@ func main() {
 		emit(args)
 	case "connect":
 		connect(args)
+	case "terminal":
+		terminal()
 	case "sleep":
 		time.Sleep(time.Hour)
 	default:
