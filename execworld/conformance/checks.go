@@ -45,6 +45,9 @@ var checks = []check{
 	{"OutputTailsExact", false, checkTails},
 	{"ExitCodesPropagate", false, checkExitCodes},
 	{"TerminalWhenAsked", false, checkTerminal},
+	{"HostUnixSocketsUnreachable", true, checkHostUnixSockets},
+	{"OtherWorldsProxyUnreachable", true, checkOtherWorldsProxy},
+	{"SocketFamiliesLimited", true, checkSocketFamilies},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -204,9 +204,18 @@ func (s *suite) egressPolicy() (*netpolicy.Policy, error) {
 	return netpolicy.New(netpolicy.Config{Default: "deny", Allow: []string{hostPort(s.allowed.URL)}})
 }
 
-// open starts a world with its own workspace; mutate may change the Spec.
-// The caller closes it.
+// open starts a world with its own workspace under the suite's egress
+// policy; mutate may change the Spec. The caller closes it.
 func (s *suite) open(ctx context.Context, mutate func(*sandbox.Spec)) (*world, error) {
+	pol, err := s.egressPolicy()
+	if err != nil {
+		return nil, err
+	}
+	return s.openWith(ctx, mutate, pol)
+}
+
+// openWith is open with the egress policy pol.
+func (s *suite) openWith(ctx context.Context, mutate func(*sandbox.Spec), pol *netpolicy.Policy) (*world, error) {
 	ws, err := os.MkdirTemp(s.base, "ws-")
 	if err != nil {
 		return nil, err
@@ -221,10 +230,6 @@ func (s *suite) open(ctx context.Context, mutate func(*sandbox.Spec)) (*world, e
 	spec := s.spec(ws)
 	if mutate != nil {
 		mutate(spec)
-	}
-	pol, err := s.egressPolicy()
-	if err != nil {
-		return nil, err
 	}
 	w, err := execworld.Open(ctx, s.backend, &execworld.Options{Spec: spec, Egress: pol, Audit: s.audit})
 	if err != nil {

@@ -59,6 +59,14 @@ func main() {
 		listen(args[0])
 	case "emit":
 		emit(args)
+	case "unixdial":
+		unixDial(args)
+	case "unixself":
+		unixSelf(args[0])
+	case "sockscan":
+		sockScan(args)
+	case "families":
+		families()
 	case "sleep":
 		time.Sleep(time.Hour)
 	default:
