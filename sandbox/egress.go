@@ -26,10 +26,11 @@ import (
 const EgressRequest = 'c'
 
 // ServeEgress serves the broker connection conn for srv until conn
-// closes or fails; then it closes the listener srv serves and returns
-// nil for a closed connection. Streams already handed out stay open
-// until their ends close.
+// closes or fails; then it closes conn and the listener srv serves, and
+// returns nil for a connection the init closed. Streams already handed
+// out stay open until their ends close.
 func ServeEgress(conn *net.UnixConn, srv EgressServer) error {
+	defer conn.Close()
 	l := newStreamListener(conn.LocalAddr())
 	served := make(chan struct{})
 	go func() {

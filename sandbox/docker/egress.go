@@ -107,7 +107,6 @@ func (w *world) acceptBroker(initPid int, egress sandbox.EgressServer) error {
 			if err := sandbox.ServeEgress(c, egress); err != nil {
 				w.d.log.Warn("egress broker stopped", "world", w.id, "err", err)
 			}
-			c.Close()
 		}()
 		w.broker = c
 		return nil
