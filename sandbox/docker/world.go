@@ -30,9 +30,9 @@ type world struct {
 	containerID string
 	conn        *attachConn
 	init        initClient
-	tmpDir      string        // the world's host files (resolv.conf, egress socket)
-	egressDir   string        // host directory of the egress socket, mounted at /.dsh/egress
-	resolvConf  string        // host path of the world's resolv.conf
+	tmpDir      string            // the world's host files (resolv.conf, egress socket)
+	egressDir   string            // host directory of the egress socket, mounted at /.dsh/egress
+	resolvConf  string            // host path of the world's resolv.conf
 	listener    *net.UnixListener // where the init's broker connection arrives, until it has
 	broker      *net.UnixConn     // the init's egress broker connection
 	serveDone   chan struct{}     // closed when the broker has stopped
