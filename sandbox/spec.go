@@ -51,6 +51,14 @@ type Spec struct {
 	// perf_event_open, keyctl, io_uring and open_by_handle_at, and the
 	// ioctls TIOCSTI and TIOCLINUX (on the request's low 32 bits).
 	Seccomp *specs.LinuxSeccomp
+	// UnixSockets lets the world's processes create unix sockets. If
+	// false (the default), the init's world filter refuses them, and that
+	// is what keeps every host unix socket out of reach: a path-based
+	// socket is scoped by no namespace, and connect needs no write access
+	// to the mount, so a read-only view does not stop it. If true, a
+	// world can connect to any socket in its view that its identity may
+	// write, including sockets in its workspace.
+	UnixSockets bool
 	// Egress serves the sandbox's only way out. The driver creates a
 	// listener reachable from inside the sandbox (a unix socket forwarded
 	// by the init, or an address on an internal network), hands it to

@@ -28,7 +28,6 @@ causes can escape it.`,
 		newProxyCmd(),
 		newFetchCmd(), newSearchCmd(),
 		newRunCmd(),
-		newEgressForwardCmd(),
 	)
 	return root
 }

@@ -49,6 +49,9 @@ var checks = []check{
 	{"SystemWorkspacesRefused", false, checkSystemWorkspaces},
 	{"BadLimitsRefused", false, checkBadLimits},
 	{"NoHostControllingTerminal", true, checkNoHostTerminal},
+	{"HostUnixSocketsUnreachable", true, checkHostUnixSockets},
+	{"OtherWorldsProxyUnreachable", true, checkOtherWorldsProxy},
+	{"SocketFamiliesLimited", true, checkSocketFamilies},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -204,8 +204,8 @@ func (s *suite) egressPolicy() (*netpolicy.Policy, error) {
 	return netpolicy.New(netpolicy.Config{Default: "deny", Allow: []string{hostPort(s.allowed.URL)}})
 }
 
-// open starts a world with its own workspace; mutate may change the Spec.
-// The caller closes it.
+// open starts a world with its own workspace under the suite's egress
+// policy; mutate may change the Spec. The caller closes it.
 func (s *suite) open(ctx context.Context, mutate func(*sandbox.Spec)) (*world, error) {
 	return s.openWith(ctx, mutate, nil)
 }

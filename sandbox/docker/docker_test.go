@@ -231,9 +231,9 @@ func TestCloseEndsRunningProcesses(t *testing.T) {
 	}
 }
 
-// TestForwarderRestartedAfterKill: a command that kills every process of
-// the world's user (the forwarder too) does not end the world's egress.
-func TestForwarderRestartedAfterKill(t *testing.T) {
+// TestEgressSurvivesKillAll: a command that kills every process it can
+// does not end the world's egress (the relay is in the init).
+func TestEgressSurvivesKillAll(t *testing.T) {
 	w := openWorld(t, baseImage, func(s *sandbox.Spec) { s.Egress = &stubEgress{conns: make(chan net.Addr, 4)} })
 	run(t, w, "", "bash", "-c", "kill -KILL -1; exit 0")
 	script := `for i in $(seq 50); do if read -r line 2>/dev/null < /dev/tcp/127.0.0.1/3128; then echo "$line"; exit 0; fi; sleep 0.1; done; echo unreachable`

@@ -173,14 +173,14 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 	plan.Home, _ = os.UserHomeDir()
 	var proxyEnv []string
 	if spec.Egress != nil {
-		if err := w.openEgress(spec.Egress); err != nil {
+		if err := w.openEgress(); err != nil {
 			return nil, err
 		}
 		plan.EgressDir = w.egressDir
 		plan.ResolvConf = w.resolvConf
 		proxyEnv = proxyVars()
 	}
-	plan.Env = mergeEnv(spec.Env, proxyEnv)
+	plan.Env = mergeEnv(spec.Env, proxyEnv, []string{initConfig(spec)})
 	w.env = mergeEnv(imgEnv, spec.Env, proxyEnv)
 
 	cfg, host, err := containerConfig(spec, plan)
@@ -206,7 +206,14 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		return nil, w.initFailed(err)
 	}
 	if spec.Egress != nil {
-		if err := w.startForwarder(ctx); err != nil {
+		ins, err := d.cli.ContainerInspect(ctx, created.ID)
+		if err != nil {
+			return nil, fmt.Errorf("docker: inspecting the world container: %w", err)
+		}
+		if ins.State == nil || ins.State.Pid == 0 {
+			return nil, fmt.Errorf("docker: the world container has no running init")
+		}
+		if err := w.acceptBroker(ins.State.Pid, spec.Egress); err != nil {
 			return nil, err
 		}
 	}

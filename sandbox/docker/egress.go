@@ -1,20 +1,18 @@
 package docker
 
 import (
-	"bufio"
-	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
 
 // A world's only way out.
@@ -22,11 +20,16 @@ import (
 // Every world runs with docker's network mode "none": its network
 // namespace has loopback and nothing else, so there is no route to the
 // host, to other worlds or anywhere, and no resolver. A world with Egress
-// gets a unix socket, served by Spec.Egress, bind-mounted read-only at
-// /.dsh/egress/egress.sock; inside, the forwarder (`dsh __egress-forward`,
-// started through the init) listens on 127.0.0.1:3128 and joins each
-// connection to the socket, and HTTP_PROXY points there. The proxy knows
-// the world by the socket it accepted on.
+// gets a unix socket bind-mounted read-only at /.dsh/egress/egress.sock,
+// where the egress broker (sandbox.ServeEgress) waits for the world's
+// init. The init connects once, as it starts and before its world filter
+// makes unix sockets unavailable (package pid1); the driver accepts that
+// one connection only after checking its peer is the container's PID 1,
+// then closes the listener and removes the socket, so no later process —
+// of this world or any other — finds a way in. The init's relay listens
+// on 127.0.0.1:3128 inside and HTTP_PROXY points there; each connection
+// it relays is a fresh socket pair the broker hands out, served by the
+// world's proxy.
 //
 // Measured against an internal docker network per world (the design this
 // replaced; docs/BENCHMARKS.md): joining any user-defined network costs a
@@ -38,13 +41,17 @@ import (
 const (
 	egressMountPath = "/.dsh/egress"
 	egressSocket    = "egress.sock"
-	// forwardWait bounds the forwarder's start.
-	forwardWait = 30 * time.Second
+	// proxyPort is where the init's relay listens inside every world
+	// with egress, on the world's own loopback.
+	proxyPort = 3128
+	// brokerWait bounds how long Open waits for the init's broker
+	// connection once the init answers (it connects before it serves).
+	brokerWait = 10 * time.Second
 )
 
-// openEgress makes the world's host files: the egress socket (served by
-// egress from now on) and a resolv.conf without nameservers.
-func (w *world) openEgress(egress sandbox.EgressServer) error {
+// openEgress makes the world's host files: the socket the init's broker
+// connection arrives on, and a resolv.conf without nameservers.
+func (w *world) openEgress() error {
 	dir, err := os.MkdirTemp("", "dsh-world-"+w.id+"-")
 	if err != nil {
 		return fmt.Errorf("docker: world files: %w", err)
@@ -58,101 +65,87 @@ func (w *world) openEgress(egress sandbox.EgressServer) error {
 	if err := os.WriteFile(w.resolvConf, []byte(noDNS), 0o644); err != nil {
 		return fmt.Errorf("docker: world files: %w", err)
 	}
-	// The world's user (any uid) must traverse to the socket and connect.
+	// The init may run as any uid: it must traverse to the socket and
+	// connect. Only its connection is ever accepted.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return fmt.Errorf("docker: world files: %w", err)
 	}
 	sock := filepath.Join(w.egressDir, egressSocket)
-	if w.listener, err = net.Listen("unix", sock); err != nil {
+	if w.listener, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"}); err != nil {
 		return fmt.Errorf("docker: egress socket: %w", err)
 	}
 	if err := os.Chmod(sock, 0o666); err != nil {
 		return fmt.Errorf("docker: egress socket: %w", err)
 	}
-	w.serveDone = make(chan struct{})
-	go func() {
-		defer close(w.serveDone)
-		if err := egress.Serve(w.listener); err != nil && !errors.Is(err, net.ErrClosed) {
-			w.d.log.Warn("egress proxy stopped", "world", w.id, "err", err)
-		}
-	}()
 	return nil
 }
 
-// proxyVars points every proxy variable at the forwarder.
+// acceptBroker takes the init's broker connection (the init, PID 1 of the
+// container, is host process initPid), removes the socket and serves the
+// world's egress on it. A connection from any other process is refused.
+func (w *world) acceptBroker(initPid int, egress sandbox.EgressServer) error {
+	l := w.listener
+	defer func() {
+		l.Close() // unlinks the socket: nothing can connect any more
+		w.listener = nil
+	}()
+	l.SetDeadline(time.Now().Add(brokerWait))
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return fmt.Errorf("docker: the world's init did not connect to its egress broker: %w", err)
+		}
+		pid, err := peerPid(c)
+		if err != nil || pid != initPid {
+			c.Close()
+			w.d.log.Warn("refused an egress broker connection that is not from the world's init", "world", w.id, "peer", pid, "init", initPid, "err", err)
+			continue
+		}
+		w.serveDone = make(chan struct{})
+		go func() {
+			defer close(w.serveDone)
+			if err := sandbox.ServeEgress(c, egress); err != nil {
+				w.d.log.Warn("egress broker stopped", "world", w.id, "err", err)
+			}
+		}()
+		w.broker = c
+		return nil
+	}
+}
+
+// peerPid is the host pid of the process at the other end of c.
+func peerPid(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if serr != nil {
+		return 0, serr
+	}
+	return int(cred.Pid), nil
+}
+
+// initConfig is the init's pid1.Config, as ConfigEnv: the world filter
+// always, the broker socket and relay address with egress.
+func initConfig(spec *sandbox.Spec) string {
+	cfg := pid1.Config{Filter: true, UnixSockets: spec.UnixSockets}
+	if spec.Egress != nil {
+		cfg.EgressSocket = egressMountPath + "/" + egressSocket
+		cfg.ProxyAddr = "127.0.0.1:" + strconv.Itoa(proxyPort)
+	}
+	b, _ := json.Marshal(cfg) // plain fields: cannot fail
+	return pid1.ConfigEnv + "=" + string(b)
+}
+
+// proxyVars points every proxy variable at the relay.
 func proxyVars() []string {
 	u := "http://127.0.0.1:" + strconv.Itoa(proxyPort)
 	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
-}
-
-// maxForwarderRestarts bounds how often a world's forwarder is restarted
-// after it dies (a command in the world may kill every process of its
-// user); past it the world keeps running without egress.
-const maxForwarderRestarts = 20
-
-// startForwarder starts the in-world forwarder through the init, waits
-// until it listens, and restarts it when it dies while the world is open.
-func (w *world) startForwarder(ctx context.Context) error {
-	p, err := w.forwarderOnce(ctx)
-	if err != nil {
-		return err
-	}
-	go w.superviseForwarder(p)
-	return nil
-}
-
-func (w *world) superviseForwarder(p sandbox.Process) {
-	for restarts := 0; ; restarts++ {
-		p.Wait()
-		if w.isClosed() {
-			return
-		}
-		if restarts == maxForwarderRestarts {
-			w.d.log.Warn("egress forwarder keeps dying; the world has no egress now", "world", w.id)
-			return
-		}
-		time.Sleep(time.Duration(restarts) * 50 * time.Millisecond)
-		var err error
-		if p, err = w.forwarderOnce(context.Background()); err != nil {
-			if !w.isClosed() {
-				w.d.log.Warn("restarting the egress forwarder", "world", w.id, "err", err)
-			}
-			return
-		}
-	}
-}
-
-func (w *world) forwarderOnce(ctx context.Context) (sandbox.Process, error) {
-	ctx, cancel := context.WithTimeout(ctx, forwardWait)
-	defer cancel()
-	p, err := w.init.Start(ctx, sandbox.ProcessSpec{
-		Argv: []string{initMountPath, ForwardArg, "127.0.0.1:" + strconv.Itoa(proxyPort), egressMountPath + "/" + egressSocket},
-		Dir:  "/",
-		Env:  w.env,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("docker: starting the egress forwarder: %w", err)
-	}
-	stderr := newTailBuffer(4 << 10)
-	go io.Copy(stderr, p.Stderr())
-	ready := make(chan error, 1)
-	go func() {
-		r := bufio.NewReader(p.Stdout())
-		line, err := r.ReadString('\n')
-		if err == nil && strings.TrimSpace(line) != forwardReady {
-			err = fmt.Errorf("unexpected output %q", line)
-		}
-		ready <- err
-		io.Copy(io.Discard, r)
-	}()
-	select {
-	case err = <-ready:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
-		p.Signal(syscall.SIGKILL)
-		return nil, fmt.Errorf("docker: the egress forwarder did not start: %v (it said: %s)", err, strings.TrimSpace(stderr.String()))
-	}
-	return p, nil
 }

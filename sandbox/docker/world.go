@@ -30,11 +30,12 @@ type world struct {
 	containerID string
 	conn        *attachConn
 	init        initClient
-	tmpDir      string        // the world's host files (resolv.conf, egress socket)
-	egressDir   string        // host directory of the egress socket, mounted at /.dsh/egress
-	resolvConf  string        // host path of the world's resolv.conf
-	listener    net.Listener  // the egress socket, served by Spec.Egress
-	serveDone   chan struct{} // closed when Egress.Serve has returned
+	tmpDir      string            // the world's host files (resolv.conf, egress socket)
+	egressDir   string            // host directory of the egress socket, mounted at /.dsh/egress
+	resolvConf  string            // host path of the world's resolv.conf
+	listener    *net.UnixListener // where the init's broker connection arrives, until it has
+	broker      *net.UnixConn     // the init's egress broker connection
+	serveDone   chan struct{}     // closed when the broker has stopped
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -102,12 +103,13 @@ func (w *world) teardown() error {
 	}
 	if w.listener != nil {
 		w.listener.Close()
-		if w.serveDone != nil {
-			select {
-			case <-w.serveDone:
-			case <-ctx.Done():
-				errs = append(errs, fmt.Errorf("docker: egress proxy of world %s did not stop", w.id))
-			}
+	}
+	if w.broker != nil {
+		w.broker.Close()
+		select {
+		case <-w.serveDone:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("docker: egress broker of world %s did not stop", w.id))
 		}
 	}
 	if w.tmpDir != "" {

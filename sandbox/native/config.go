@@ -22,10 +22,6 @@ const configEnv = "DSH_NATIVE_INIT"
 // forwarder listens when Options.ProxyPort is zero.
 const DefaultProxyPort = 3128
 
-// egressPath is where the world's egress socket appears inside the
-// sandbox (bound onto a file of the read-only /dev).
-const egressPath = "/dev/dsh-egress.sock"
-
 // rootMasks are hidden in addition to Spec.Masks when processes run as
 // host uid 0: without any capability, uid 0 still owns and reads them.
 // /home holds other users' credentials, which the "~" masks (the caller's
@@ -64,10 +60,12 @@ type initConfig struct {
 	// namespace (equal to host ids: the mapping is the identity).
 	UID, GID uint32
 	Groups   []uint32
-	// Egress is the host path of the egress unix socket, or "" for no
-	// network. ProxyPort is where the forwarder listens inside.
-	Egress    string
+	// Egress reports whether the init inherits an egress broker
+	// connection (fdBroker); ProxyPort is where its relay listens inside.
+	Egress    bool
 	ProxyPort int
+	// UnixSockets is Spec.UnixSockets.
+	UnixSockets bool
 	// Exec, when set, replaces stage 2: stage 1 executes this argv
 	// directly (with ExecEnv) as the confined PID 1. Used by Probe and by
 	// tests of the setup stage.

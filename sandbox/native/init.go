@@ -33,10 +33,17 @@ const (
 const (
 	fdSync  = 3 // one byte when the init is in its cgroup; EOF = abort
 	fdReady = 4 // 0x00 when serving, 0x01 before exec mode's execve; else an error message
+	// fdBroker is the egress broker connection (sandbox.ServeEgress),
+	// present only for a world with egress.
+	fdBroker = 5
 )
 
-// portEnv carries the forwarder's port from stage 1 to stage 2.
-const portEnv = "DSH_NATIVE_PROXY_PORT"
+// portEnv carries the relay's port from stage 1 to stage 2 (no variable:
+// no egress); unixEnv, set to 1, carries Spec.UnixSockets.
+const (
+	portEnv = "DSH_NATIVE_PROXY_PORT"
+	unixEnv = "DSH_NATIVE_UNIX_SOCKETS"
+)
 
 // execDropErr is the result of dropExecPrivileges on every thread during
 // package initialisation of stage 1: nil when done, an error wrapping
@@ -166,8 +173,11 @@ func stage1() error {
 		return err
 	}
 	path, argv, env := "/proc/self/exe", []string{os.Args[0], InitArg, stageServe}, []string(nil)
-	if cfg.Egress != "" {
+	if cfg.Egress {
 		env = append(env, portEnv+"="+strconv.Itoa(cfg.ProxyPort))
+	}
+	if cfg.UnixSockets {
+		env = append(env, unixEnv+"=1")
 	}
 	if len(cfg.Exec) > 0 {
 		argv, env = cfg.Exec, cfg.ExecEnv
@@ -198,11 +208,17 @@ func stage1() error {
 		}
 		tr.mark("seccomp")
 		os.Clearenv()
-		return serve(tr, cfg.ProxyPort, cfg.Egress != "")
+		return serve(tr, cfg.ProxyPort, cfg.Egress, cfg.UnixSockets)
 	}
 	if len(cfg.Exec) == 0 {
-		if _, err := unix.FcntlInt(fdReady, unix.F_SETFD, 0); err != nil {
-			return fmt.Errorf("passing the ready pipe: %w", err)
+		pass := []int{fdReady}
+		if cfg.Egress {
+			pass = append(pass, fdBroker)
+		}
+		for _, fd := range pass {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+				return fmt.Errorf("passing descriptor %d to stage 2: %w", fd, err)
+			}
 		}
 	}
 	if err := dropPrivileges(threadSyscall, cfg.UID, cfg.GID, cfg.Groups); err != nil {
@@ -243,38 +259,46 @@ func lookPath(file string, env []string) (string, error) {
 }
 
 // stage2 is the confined init after execve: it serves the egress
-// forwarder and pid1.
+// relay and pid1.
 func stage2() error {
 	port, _ := strconv.Atoi(os.Getenv(portEnv))
+	unixSockets := os.Getenv(unixEnv) == "1"
 	os.Clearenv()
-	return serve(newTracer(false), port, port != 0)
+	return serve(newTracer(false), port, port != 0, unixSockets)
 }
 
-// serve runs the confined init: the egress forwarder (with egress) and
-// pid1 over stdin/stdout. It reports readiness first.
-func serve(tr *tracer, port int, egress bool) error {
+// serve runs the confined init: pid1 over stdin/stdout, with the egress
+// relay (with egress) and the world filter. It reports readiness once
+// both are in place.
+func serve(tr *tracer, port int, egress, unixSockets bool) error {
 	// Not dumpable: processes of the sandbox (same uid, no capabilities)
 	// cannot open /proc/1/exe, /proc/1/fd or ptrace-attach the init.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("making the init non-dumpable: %w", err)
 	}
+	cfg := &pid1.Config{Filter: true, UnixSockets: unixSockets}
 	if egress {
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		f := os.NewFile(fdBroker, "egress-broker")
+		c, err := net.FileConn(f)
+		f.Close()
 		if err != nil {
-			return fmt.Errorf("egress forwarder: %w", err)
+			return fmt.Errorf("egress broker: %w", err)
 		}
-		f := &forwarder{l: l, path: egressPath}
-		go f.serve()
+		cfg.Egress = c.(*net.UnixConn)
+		cfg.ProxyAddr = "127.0.0.1:" + strconv.Itoa(port)
 	}
-	tr.mark("forwarder")
-	prewarmThreads(initThreads)
-	tr.mark("threads")
-	ready := os.NewFile(fdReady, "ready")
-	if _, err := ready.Write([]byte{0}); err != nil {
-		return fmt.Errorf("reporting readiness: %w", err)
+	cfg.Ready = func() error {
+		tr.mark("relay+filter")
+		prewarmThreads(initThreads)
+		tr.mark("threads")
+		ready := os.NewFile(fdReady, "ready")
+		defer ready.Close()
+		if _, err := ready.Write([]byte{0}); err != nil {
+			return fmt.Errorf("reporting readiness: %w", err)
+		}
+		return nil
 	}
-	ready.Close()
-	if code := pid1.Main(); code != 0 {
+	if code := pid1.Run(cfg); code != 0 {
 		return fmt.Errorf("pid1 ended with status %d", code)
 	}
 	return nil

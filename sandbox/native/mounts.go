@@ -96,7 +96,7 @@ func buildRoot(c *initConfig) error {
 	if err := mountProc(root); err != nil {
 		return err
 	}
-	if err := mountDev(root, c.Egress); err != nil {
+	if err := mountDev(root); err != nil {
 		return err
 	}
 	return pivot(root)
@@ -223,9 +223,9 @@ func mountProc(root string) error {
 }
 
 // mountDev builds a minimal /dev: a few host device nodes, a private
-// devpts, /dev/shm, the standard symlinks and, with egress, the world's
-// egress socket. The tmpfs is read-only afterwards.
-func mountDev(root, egress string) error {
+// devpts, /dev/shm and the standard symlinks. The tmpfs is read-only
+// afterwards.
+func mountDev(root string) error {
 	dev := filepath.Join(root, "dev")
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("mounting /dev: %w", err)
@@ -256,15 +256,6 @@ func mountDev(root, egress string) error {
 	} {
 		if err := os.Symlink(to, filepath.Join(dev, name)); err != nil {
 			return fmt.Errorf("creating /dev/%s: %w", name, err)
-		}
-	}
-	if egress != "" {
-		t := filepath.Join(root, egressPath)
-		if err := os.WriteFile(t, nil, 0o666); err != nil {
-			return fmt.Errorf("creating %s: %w", egressPath, err)
-		}
-		if err := unix.Mount(egress, t, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("binding the egress socket: %w", err)
 		}
 	}
 	if err := unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {

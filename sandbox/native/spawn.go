@@ -37,7 +37,7 @@ type launch struct {
 	id     string
 	dir    string // state directory of the world
 	cg     worldCgroup
-	egress net.Listener
+	broker *net.UnixConn // dsh's end of the egress broker connection
 	// ctlR/ctlW carry the pid1 session (serve mode only).
 	ctlR, ctlW *os.File
 }
@@ -95,25 +95,22 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	}
 	cfg := &initConfig{
 		Root: root, Workspace: ws, Hostname: spec.Hostname,
-		Masks:  expandMasks(spec.Masks, uid),
+		// dsh's own state (every world's directory) is never in a world.
+		Masks:  expandMasks(append(append([]string(nil), spec.Masks...), base), uid),
 		Mounts: spec.Mounts, Rlimits: spec.Rlimits,
 		UID: uid, GID: gid, Groups: groups,
 		Exec: execArgv, ExecEnv: execEnv,
-		Trace: os.Getenv("DSH_NATIVE_TRACE") == "1",
+		Trace:       os.Getenv("DSH_NATIVE_TRACE") == "1",
+		UnixSockets: spec.UnixSockets,
 	}
+	var brokerChild *os.File // the init's end of the broker connection
 	if spec.Egress != nil {
-		sock := filepath.Join(l.dir, "egress.sock")
-		if l.egress, err = net.Listen("unix", sock); err != nil {
-			return nil, fmt.Errorf("native: egress socket: %w", err)
+		if l.broker, brokerChild, err = brokerPair(); err != nil {
+			return nil, err
 		}
-		// The init may run as another uid (Spec.User); the socket is
-		// reachable only through the private directory and the bind
-		// inside this world.
-		if err := os.Chmod(sock, 0o666); err != nil {
-			return nil, fmt.Errorf("native: egress socket: %w", err)
-		}
-		go spec.Egress.Serve(l.egress)
-		cfg.Egress = sock
+		defer brokerChild.Close()
+		go sandbox.ServeEgress(l.broker, spec.Egress)
+		cfg.Egress = true
 		cfg.ProxyPort = d.proxyPort()
 	}
 	if wantLimits {
@@ -145,6 +142,9 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	// round in the all-threads credential drop.
 	cmd.Env = []string{configEnv + "=" + env, "GOMAXPROCS=1"}
 	cmd.ExtraFiles = []*os.File{syncR, readyW}
+	if brokerChild != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, brokerChild) // fdBroker
+	}
 	var childCtl [2]*os.File
 	if execArgv == nil {
 		var inR, outW *os.File
@@ -303,6 +303,24 @@ func usernsError(err error) error {
 	return fmt.Errorf("native: starting the sandbox init: %w", err)
 }
 
+// brokerPair makes the egress broker connection: dsh keeps one end, the
+// init inherits the other. No socket file exists, so nothing on the host
+// leads to this world's proxy.
+func brokerPair() (*net.UnixConn, *os.File, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("native: egress broker: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "egress-broker")
+	defer ours.Close()
+	c, err := net.FileConn(ours)
+	if err != nil {
+		syscall.Close(fds[1])
+		return nil, nil, fmt.Errorf("native: egress broker: %w", err)
+	}
+	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "egress-broker-init"), nil
+}
+
 // cleanup kills the init and removes the world's cgroup, socket and
 // state directory. Safe on a partly built launch.
 func (l *launch) cleanup() {
@@ -319,8 +337,8 @@ func (l *launch) cleanup() {
 	if l.cg != nil {
 		_ = l.cg.destroy()
 	}
-	if l.egress != nil {
-		l.egress.Close()
+	if l.broker != nil {
+		l.broker.Close()
 	}
 	if l.dir != "" {
 		_ = os.RemoveAll(l.dir)

@@ -15,14 +15,25 @@ import (
 // `dsh __init`. cmd/dsh dispatches it before building the CLI.
 const Arg = "__init"
 
-// Main runs the init over its own stdin and stdout as one connection and
+// Main runs the init with the Config in ConfigEnv (see Run).
+func Main() int {
+	cfg, err := configFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dsh __init:", err)
+		return 1
+	}
+	return Run(cfg)
+}
+
+// Run sets up the world cfg describes, then runs the init over its own
+// stdin and stdout as one connection and
 // returns the process exit status: 0 when the client closed the
 // connection, 1 when the transport failed. SIGTERM, SIGINT and SIGHUP end
 // it like a closed connection: everything is killed and reaped first.
 // Outside a pid namespace it makes itself a child subreaper, so orphans
 // stay within its reach. Diagnostics go to stderr; set DSH_INIT_LOG=debug
 // for more of them.
-func Main() int {
+func Run(cfg *Config) int {
 	// Descriptors the init inherited beyond stdio (a driver's socket, a
 	// leaked fd of the runtime) must not reach the processes it starts.
 	markCloexec()
@@ -52,6 +63,10 @@ func Main() int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "dsh-init")
+	if err := cfg.setUp(log); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh __init: setting up the world:", err)
+		return 1
+	}
 	conn := JoinConn(pollable(0, "stdin"), pollable(1, "stdout"))
 	// Asked to stop (docker stop, a driver's SIGTERM): end the session as
 	// if the client had closed it, so everything is killed and reaped.

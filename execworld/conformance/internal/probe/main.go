@@ -63,6 +63,14 @@ func main() {
 		connect(args)
 	case "terminal":
 		terminal()
+	case "unixdial":
+		unixDial(args)
+	case "unixself":
+		unixSelf(args[0])
+	case "sockscan":
+		sockScan(args)
+	case "families":
+		families()
 	case "sleep":
 		time.Sleep(time.Hour)
 	default:
