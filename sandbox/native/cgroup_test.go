@@ -34,7 +34,7 @@ func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cg, err := newCgroupV2(mount, id, &cgroup2.Resources{})
+	cg, err := newCgroupV2(mount, cgroupParent, id, &cgroup2.Resources{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCgroupV1DestroyKillsMembersAndRemoves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cg, err := newCgroup(id, &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}})
+		cg, err := newCgroup(cgroupParent, id, &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}})
 		if err != nil {
 			t.Fatal(err)
 		}
