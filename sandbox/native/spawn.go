@@ -31,6 +31,10 @@ var setupCaps = []uintptr{
 	unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_RESOURCE,
 }
 
+// maxSocketPath is the longest path a unix socket can be bound at
+// (sockaddr_un.sun_path).
+const maxSocketPath = 108
+
 // launch is one started init: everything the parent must undo.
 type launch struct {
 	cmd    *exec.Cmd
@@ -110,6 +114,9 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	}
 	if spec.Egress != nil {
 		sock := filepath.Join(l.dir, "egress.sock")
+		if len(sock) > maxSocketPath {
+			return nil, fmt.Errorf("native: egress socket path %s is %d bytes, longer than a unix socket path can be (%d): use a shorter state directory (Options.StateDir, $XDG_RUNTIME_DIR or $TMPDIR)", sock, len(sock), maxSocketPath)
+		}
 		if l.egress, err = net.Listen("unix", sock); err != nil {
 			return nil, fmt.Errorf("native: egress socket: %w", err)
 		}
