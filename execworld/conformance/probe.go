@@ -16,9 +16,10 @@ var probeBin struct {
 	err  error
 }
 
-// buildProbe compiles the probe once per test binary, statically
-// (CGO_ENABLED=0), so it runs on any Linux root the driver provides.
-func buildProbe() ([]byte, error) {
+// BuildProbe compiles the suite's in-world probe once per test binary,
+// statically (CGO_ENABLED=0), so it runs on any Linux root the driver
+// provides, and returns the binary.
+func BuildProbe() ([]byte, error) {
 	probeBin.once.Do(func() {
 		goBin, err := exec.LookPath("go")
 		if err != nil {

@@ -17,8 +17,8 @@ import (
 )
 
 // cgroupRoot is where cgroup hierarchies are mounted; cgroupParent is the
-// group under which every world's cgroup lives (one per world, named by
-// the world id).
+// default group under which every world's cgroup lives (one per world,
+// named by the world id); Options.CgroupParent replaces it.
 const (
 	cgroupRoot   = "/sys/fs/cgroup"
 	cgroupParent = "dsh-native"
@@ -80,10 +80,19 @@ const cgroupFix = "memory/pids/cpu limits need a writable cgroup: run dsh as roo
 
 func unified() bool { return cgroups.Mode() == cgroups.Unified }
 
-// newCgroup creates the world's cgroup with the given limits.
-func newCgroup(id string, r *specs.LinuxResources) (worldCgroup, error) {
+// checkCgroupParent accepts a cgroup path relative to each hierarchy's
+// root that stays inside it.
+func checkCgroupParent(p string) error {
+	if p == "" || filepath.IsAbs(p) || filepath.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		return fmt.Errorf("native: Options.CgroupParent %q must be a clean relative path inside the cgroup hierarchy, such as %q", p, cgroupParent)
+	}
+	return nil
+}
+
+// newCgroup creates the world's cgroup under parent with the given limits.
+func newCgroup(parent, id string, r *specs.LinuxResources) (worldCgroup, error) {
 	if unified() {
-		return newCgroupV2(cgroupRoot, id, cgroup2.ToResources(r))
+		return newCgroupV2(cgroupRoot, parent, id, cgroup2.ToResources(r))
 	}
 	if cgroups.Mode() == cgroups.Unavailable {
 		return nil, &unavailableError{Step: "find a cgroup hierarchy", Err: errors.New("no cgroup file system at " + cgroupRoot), Fix: cgroupFix}
@@ -91,21 +100,21 @@ func newCgroup(id string, r *specs.LinuxResources) (worldCgroup, error) {
 	if err := requireV1(); err != nil {
 		return nil, err
 	}
-	c, err := cgroup1.New(cgroup1.StaticPath("/"+cgroupParent+"/"+id), r, cgroup1.WithHierarchy(v1Hierarchy))
+	c, err := cgroup1.New(cgroup1.StaticPath("/"+parent+"/"+id), r, cgroup1.WithHierarchy(v1Hierarchy))
 	if err != nil {
-		return nil, &unavailableError{Step: "create cgroup v1 " + cgroupParent + "/" + id, Err: err, Fix: cgroupFix}
+		return nil, &unavailableError{Step: "create cgroup v1 " + parent + "/" + id, Err: err, Fix: cgroupFix}
 	}
-	return newCgroupV1(c, id), nil
+	return newCgroupV1(c, parent, id), nil
 }
 
 // newCgroupV2 creates a world cgroup on the unified hierarchy mounted at
 // mountpoint.
-func newCgroupV2(mountpoint, id string, r *cgroup2.Resources) (*cgroupV2, error) {
-	m, err := cgroup2.NewManager(mountpoint, "/"+cgroupParent+"/"+id, r)
+func newCgroupV2(mountpoint, parent, id string, r *cgroup2.Resources) (*cgroupV2, error) {
+	m, err := cgroup2.NewManager(mountpoint, "/"+parent+"/"+id, r)
 	if err != nil {
-		return nil, &unavailableError{Step: "create cgroup v2 " + cgroupParent + "/" + id, Err: err, Fix: cgroupFix}
+		return nil, &unavailableError{Step: "create cgroup v2 " + parent + "/" + id, Err: err, Fix: cgroupFix}
 	}
-	return &cgroupV2{m: m, path: filepath.Join(mountpoint, cgroupParent, id), fd: -1}, nil
+	return &cgroupV2{m: m, path: filepath.Join(mountpoint, parent, id), fd: -1}, nil
 }
 
 // v1Controllers are the hierarchies a world joins on cgroup v1: the
@@ -131,30 +140,30 @@ func requireV1() error {
 	return nil
 }
 
-// loadCgroup finds an existing world cgroup (for reaping).
-func loadCgroup(id string) (worldCgroup, error) {
+// loadCgroup finds an existing world cgroup under parent (for reaping).
+func loadCgroup(parent, id string) (worldCgroup, error) {
 	if unified() {
-		m, err := cgroup2.Load("/" + cgroupParent + "/" + id)
+		m, err := cgroup2.Load("/" + parent + "/" + id)
 		if err != nil {
 			return nil, err
 		}
-		return &cgroupV2{m: m, path: filepath.Join(cgroupRoot, cgroupParent, id), fd: -1}, nil
+		return &cgroupV2{m: m, path: filepath.Join(cgroupRoot, parent, id), fd: -1}, nil
 	}
-	c, err := cgroup1.Load(cgroup1.StaticPath("/"+cgroupParent+"/"+id), cgroup1.WithHierarchy(v1Hierarchy),
+	c, err := cgroup1.Load(cgroup1.StaticPath("/"+parent+"/"+id), cgroup1.WithHierarchy(v1Hierarchy),
 		func(c *cgroup1.InitConfig) error { c.InitCheck = cgroup1.AllowAny; return nil })
 	if err != nil {
 		return nil, err
 	}
-	return newCgroupV1(c, id), nil
+	return newCgroupV1(c, parent, id), nil
 }
 
-// leftoverCgroups lists the world ids that have a cgroup.
-func leftoverCgroups() []string {
-	dirs := []string{filepath.Join(cgroupRoot, cgroupParent)}
+// leftoverCgroups lists the world ids that have a cgroup under parent.
+func leftoverCgroups(parent string) []string {
+	dirs := []string{filepath.Join(cgroupRoot, parent)}
 	if !unified() {
 		dirs = dirs[:0]
 		for _, c := range v1Controllers {
-			dirs = append(dirs, filepath.Join(cgroupRoot, c, cgroupParent))
+			dirs = append(dirs, filepath.Join(cgroupRoot, c, parent))
 		}
 	}
 	seen := map[string]bool{}
@@ -178,10 +187,10 @@ type cgroupV1 struct {
 	dirs []string
 }
 
-func newCgroupV1(c cgroup1.Cgroup, id string) *cgroupV1 {
+func newCgroupV1(c cgroup1.Cgroup, parent, id string) *cgroupV1 {
 	g := &cgroupV1{c: c}
 	for i := len(v1Controllers) - 1; i >= 0; i-- {
-		g.dirs = append(g.dirs, filepath.Join(cgroupRoot, v1Controllers[i], cgroupParent, id))
+		g.dirs = append(g.dirs, filepath.Join(cgroupRoot, v1Controllers[i], parent, id))
 	}
 	return g
 }

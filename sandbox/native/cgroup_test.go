@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // The v2 code path on this hybrid host's (controller-less) unified
@@ -34,7 +36,7 @@ func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cg, err := newCgroupV2(mount, id, &cgroup2.Resources{})
+	cg, err := newCgroupV2(mount, cgroupParent, id, &cgroup2.Resources{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestCgroupV1DestroyKillsMembersAndRemoves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cg, err := newCgroup(id, &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}})
+		cg, err := newCgroup(cgroupParent, id, &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,6 +115,18 @@ func TestCgroupV1DestroyKillsMembersAndRemoves(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(cgroupRoot, c, cgroupParent, id)); err == nil {
 				t.Errorf("cgroup %s/%s/%s survived destroy (member %v)", c, cgroupParent, id, member)
 			}
+		}
+	}
+}
+
+// A cgroup parent outside the hierarchy (or not a plain path) is refused
+// before anything is created, naming the option.
+func TestCgroupParentMustStayInside(t *testing.T) {
+	ws := t.TempDir()
+	for _, p := range []string{"/dsh-native", "..", "../x", "a/../../b", "a//b", "a/"} {
+		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t), CgroupParent: p}).Open(context.Background(), sandbox.DefaultSpec(ws))
+		if err == nil || !strings.Contains(err.Error(), "Options.CgroupParent") {
+			t.Errorf("Open with CgroupParent %q = %v, want a refusal naming Options.CgroupParent", p, err)
 		}
 	}
 }

@@ -16,6 +16,12 @@ type Options struct {
 	// /run/dsh-native for root, else $XDG_RUNTIME_DIR/dsh-native or
 	// $TMPDIR/dsh-native-UID.
 	StateDir string
+	// CgroupParent is the cgroup, relative to the root of each hierarchy
+	// (memory, pids, cpu and freezer on v1; the unified one on v2), under
+	// which worlds that have limits get their cgroups. An unprivileged
+	// caller needs it delegated: the directory, its cgroup.procs (and
+	// tasks on v1) owned by the caller. If empty, "dsh-native".
+	CgroupParent string
 	// ProxyPort is the loopback port inside each world where the egress
 	// forwarder listens. If zero, DefaultProxyPort.
 	ProxyPort int
@@ -45,6 +51,13 @@ func (d *Driver) proxyPort() int {
 		return d.opts.ProxyPort
 	}
 	return DefaultProxyPort
+}
+
+func (d *Driver) cgroupParent() (string, error) {
+	if d.opts.CgroupParent == "" {
+		return cgroupParent, nil
+	}
+	return d.opts.CgroupParent, checkCgroupParent(d.opts.CgroupParent)
 }
 
 // Open starts a world for spec: the init in its namespaces and cgroup,

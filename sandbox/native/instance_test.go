@@ -260,7 +260,7 @@ func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
 	}
 	// The empty cgroup and the state directory remain until the next
 	// start reaps them.
-	removed := reap(state)
+	removed := reap(state, cgroupParent)
 	if len(removed) == 0 {
 		t.Errorf("reap found nothing to remove after the crash")
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,10 @@ func (d *Driver) Probe(ctx context.Context) *Report {
 	if !r.UserNamespaces {
 		r.Problems = append(r.Problems, r.UserNSDetail)
 	}
+	parent, err := d.cgroupParent()
+	if err != nil {
+		r.Problems = append(r.Problems, err.Error())
+	}
 	switch cgroups.Mode() {
 	case cgroups.Unified:
 		r.CgroupVersion = "v2"
@@ -74,14 +79,17 @@ func (d *Driver) Probe(ctx context.Context) *Report {
 				}
 			}
 		}
-		r.CgroupWritable = writableDir(cgroupRoot)
+		r.CgroupWritable = parent != "" && cgroupWritable(cgroupRoot, parent)
 	case cgroups.Legacy, cgroups.Hybrid:
 		r.CgroupVersion = "v1"
 		if cgroups.Mode() == cgroups.Hybrid {
 			r.CgroupVersion = "hybrid"
 		}
 		r.CgroupControllers = v1Enabled()
-		r.CgroupWritable = writableDir(cgroupRoot+"/memory") && writableDir(cgroupRoot+"/pids")
+		r.CgroupWritable = parent != ""
+		for _, c := range v1Controllers {
+			r.CgroupWritable = r.CgroupWritable && cgroupWritable(filepath.Join(cgroupRoot, c), parent)
+		}
 	default:
 		r.CgroupVersion = "none"
 	}
@@ -143,6 +151,20 @@ func userNSAllowed() (bool, string) {
 		return false, "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1); allow them with: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for dsh granting userns, or run dsh as root"
 	}
 	return true, ""
+}
+
+// cgroupWritable reports whether this caller can make world cgroups
+// under parent in hierarchy: the nearest existing directory of that path
+// (parent itself once delegated) must be writable.
+func cgroupWritable(hierarchy, parent string) bool {
+	for p := filepath.Join(hierarchy, parent); ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			return writableDir(p)
+		}
+		if p == hierarchy || p == "/" {
+			return false
+		}
+	}
 }
 
 func readInt(path string) (int, bool) {

@@ -74,7 +74,11 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	if err != nil {
 		return nil, err
 	}
-	reap(base)
+	parent, err := d.cgroupParent()
+	if err != nil {
+		return nil, err
+	}
+	reap(base, parent)
 
 	l := &launch{}
 	defer func() {
@@ -114,7 +118,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 		cfg.ProxyPort = d.proxyPort()
 	}
 	if wantLimits {
-		if l.cg, err = newCgroup(l.id, res); err != nil {
+		if l.cg, err = newCgroup(parent, l.id, res); err != nil {
 			return nil, err
 		}
 	}

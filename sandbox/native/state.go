@@ -113,12 +113,13 @@ func parseWorldID(id string) (owner, bool) {
 }
 
 // reap removes what crashed dsh processes left behind: cgroups and state
-// directories of worlds whose owner is gone. Live worlds (this process's
-// or another dsh's) are left alone. It reports what it removed.
-func reap(base string) (removed []string) {
-	for _, id := range leftoverCgroups() {
+// directories of worlds whose owner is gone, in state directory base and
+// cgroup parent. Live worlds (this process's or another dsh's) are left
+// alone. It reports what it removed.
+func reap(base, parent string) (removed []string) {
+	for _, id := range leftoverCgroups(parent) {
 		if o, ok := parseWorldID(id); ok && !o.alive() {
-			if cg, err := loadCgroup(id); err == nil {
+			if cg, err := loadCgroup(parent, id); err == nil {
 				_ = cg.destroy()
 				removed = append(removed, "cgroup "+id)
 			}

@@ -67,9 +67,10 @@ func unprivHelper(ws string) int {
 	return 0
 }
 
-func TestUnprivilegedUser(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequireUserNS(t)
+// unprivAccount returns the uid and gid of unprivUser, creating the
+// system account (removed when the test ends) if it does not exist.
+func unprivAccount(t *testing.T) (uid, gid int) {
+	t.Helper()
 	useradd := testenv.RequireCommand(t, "useradd")
 	u, err := user.Lookup(unprivUser)
 	if err != nil {
@@ -81,13 +82,16 @@ func TestUnprivilegedUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid
+}
 
-	// The test binary lives in a root-only build directory: give the
-	// user its own copy, and a workspace it owns.
-	dir := hostTempDir(t)
-	os.Chmod(dir, 0o755)
+// unprivBinary copies the test binary, which lives in a root-only build
+// directory, into dir (which must be traversable by everyone) so that
+// unprivUser can run it.
+func unprivBinary(t *testing.T, dir string) string {
+	t.Helper()
 	bin := filepath.Join(dir, "native.test")
 	src, err := os.ReadFile(testExe(t))
 	if err != nil {
@@ -96,10 +100,23 @@ func TestUnprivilegedUser(t *testing.T) {
 	if err := os.WriteFile(bin, src, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return bin
+}
+
+func TestUnprivilegedUser(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	uid, gid := unprivAccount(t)
+
+	// The user runs its own copy of the test binary, in a workspace it
+	// owns.
+	dir := hostTempDir(t)
+	os.Chmod(dir, 0o755)
+	bin := unprivBinary(t, dir)
 	ws := filepath.Join(dir, "ws")
 	os.Mkdir(ws, 0o755)
 	os.Chown(ws, uid, gid)
-	t.Cleanup(func() { os.RemoveAll(filepath.Join(os.TempDir(), "dsh-native-"+u.Uid)) })
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(os.TempDir(), "dsh-native-"+strconv.Itoa(uid))) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
