@@ -45,6 +45,9 @@ var checks = []check{
 	{"OutputTailsExact", false, checkTails},
 	{"ExitCodesPropagate", false, checkExitCodes},
 	{"TerminalWhenAsked", false, checkTerminal},
+	{"DeviceNodesReadOnly", true, checkDeviceNodesReadOnly},
+	{"RootOnlyFilesUnreadable", true, checkRootOnlyFiles},
+	{"HomeCredentialsHidden", true, checkHomeCredentials},
 }
 
 // The workspace is mounted read-write at the same path.

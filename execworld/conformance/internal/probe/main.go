@@ -59,6 +59,8 @@ func main() {
 		listen(args[0])
 	case "emit":
 		emit(args)
+	case "meta":
+		meta(args)
 	case "sleep":
 		time.Sleep(time.Hour)
 	default:
