@@ -17,15 +17,21 @@ import (
 // times, so an unconfined run changes nothing on the host, yet a kernel
 // that lets the call through is caught.
 func checkDeviceNodesReadOnly(ctx context.Context, s *suite) error {
-	masked := filepath.Join(s.base, "masked-file")
-	if err := os.WriteFile(masked, []byte(s.secretToken+"\n"), 0o644); err != nil {
-		return err
-	}
-	w, err := s.open(ctx, func(spec *sandbox.Spec) { spec.Masks = append(spec.Masks, masked) })
+	// In the workspace, where every driver applies masks.
+	var masked string
+	var werr error
+	w, err := s.open(ctx, func(spec *sandbox.Spec) {
+		masked = filepath.Join(spec.Workspace, "masked-file")
+		werr = os.WriteFile(masked, []byte(s.secretToken+"\n"), 0o644)
+		spec.Masks = append(spec.Masks, masked)
+	})
 	if err != nil {
 		return err
 	}
 	defer w.w.Close()
+	if werr != nil {
+		return werr
+	}
 	host := []string{"/dev/null", "/dev/zero", masked}
 	before := make([]syscall.Stat_t, len(host))
 	for i, p := range host {
@@ -37,6 +43,7 @@ func checkDeviceNodesReadOnly(ctx context.Context, s *suite) error {
 	if err != nil {
 		return err
 	}
+	s.logf("probe said:\n%s", strings.Join(out, "\n"))
 	var problems []string
 	for _, l := range withPrefix(out, "allowed") {
 		problems = append(problems, l)
