@@ -1,5 +1,11 @@
 package config
 
+import (
+	"slices"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
 // Default returns the configuration dsh uses when nothing is set. Every
 // key has a default here, so every key is known to the loader (and to
 // unknown-key detection).
@@ -10,6 +16,7 @@ func Default() Config {
 			Image:  "dsh/base:latest",
 			Limits: Limits{Memory: "2GiB", Pids: 1024, CPUs: 2},
 			Masks:  []string{},
+			Home:   Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
 		},
 		Network: Policy{Default: "deny", Ports: []int{}, Allow: []string{}, Deny: []string{}},
 		Web: Web{

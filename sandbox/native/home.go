@@ -31,7 +31,7 @@ func homeLayout(allow []string, ws string, masks []string) (homes, binds []strin
 			continue
 		}
 		seen[home] = true
-		if isBelow(home, ws) {
+		if ws != "" && isBelow(home, ws) {
 			continue // the home is (inside) the workspace: the world's anyway
 		}
 		if !slices.Contains(masks, home) {
@@ -43,7 +43,7 @@ func homeLayout(allow []string, ws string, masks []string) (homes, binds []strin
 				continue
 			}
 			real, err := filepath.EvalSymlinks(filepath.Join(home, rel))
-			if err != nil || real == home || !isBelow(real, home) || isBelow(real, ws) || seen[real] || belowAny(real, masks) {
+			if err != nil || real == home || !isBelow(real, home) || (ws != "" && isBelow(real, ws)) || seen[real] || belowAny(real, masks) {
 				continue
 			}
 			if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
@@ -54,6 +54,20 @@ func homeLayout(allow []string, ws string, masks []string) (homes, binds []strin
 		}
 	}
 	return homes, binds
+}
+
+// HomeView reports, for `dsh doctor`, what a world of this caller sees
+// of the host's homes: the homes (all hidden) and the locations in them
+// bound back read-only, for a Spec with masks and allow (Spec.Masks,
+// Spec.HomeAllow) and a workspace outside the homes.
+func HomeView(masks, allow []string) (homes, readable []string) {
+	for _, h := range homeDirs() {
+		if real, err := filepath.EvalSymlinks(h); err == nil && !slices.Contains(homes, real) {
+			homes = append(homes, real)
+		}
+	}
+	_, readable = homeLayout(allow, "", expandMasks(masks, os.Geteuid() == 0))
+	return homes, readable
 }
 
 // belowAny reports whether p is one of dirs or inside one.

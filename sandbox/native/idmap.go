@@ -89,6 +89,20 @@ func (r idRange) usable() error {
 	return nil
 }
 
+// IdentityView says, for `dsh doctor`, which host identity this caller's
+// worlds hold (idBase as Options.IDBase).
+func IdentityView(idBase uint32) string {
+	if os.Geteuid() != 0 {
+		return fmt.Sprintf("worlds run as your uid %d; per-uid kernel limits (inotify instances, processes) are shared with your own processes", os.Getuid())
+	}
+	r, err := worldIDRange(idBase)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("worlds run as host uids %d-%d, gids %d-%d (never host root); the workspace is an idmapped mount, so files keep their owners",
+		r.uid, uint64(r.uid)+idRangeSize-1, r.gid, uint64(r.gid)+idRangeSize-1)
+}
+
 // subordinate returns the start of the first range of at least
 // idRangeSize ids that file grants one of subidUsers, else def.
 func subordinate(file string, def uint32) uint32 {
