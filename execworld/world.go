@@ -250,6 +250,7 @@ func cloneSpec(s *sandbox.Spec) *sandbox.Spec {
 	c.Env = slices.Clone(s.Env)
 	c.Mounts = slices.Clone(s.Mounts)
 	c.Masks = slices.Clone(s.Masks)
+	c.HomeAllow = slices.Clone(s.HomeAllow)
 	c.Rlimits = slices.Clone(s.Rlimits)
 	c.Labels = maps.Clone(s.Labels)
 	if c.Labels == nil {

@@ -41,6 +41,10 @@ type Spec struct {
 	// Masks are host paths hidden inside the sandbox (an empty directory
 	// or /dev/null over them): credentials, sockets, /root.
 	Masks []string
+	// HomeAllow are the only locations of the host's home directories a
+	// world may read ("~/path", read-only); the rest of every home is
+	// hidden. Drivers that show no host home (docker) ignore it.
+	HomeAllow []string
 	// Resources are the cgroup limits: memory, pids, cpu.
 	Resources *specs.LinuxResources
 	// Rlimits applied to every process.
@@ -97,6 +101,16 @@ var DefaultMasks = []string{
 	"/run/docker", "/var/lib/docker",
 }
 
+// DefaultHomeAllow are toolchain locations under the home a world sees
+// by default: compilers, interpreters and the binaries they install,
+// never the directories beside them where tools keep credentials
+// (~/.cargo holds credentials.toml, hence only ~/.cargo/bin; no
+// ~/.config, ~/.npm, ~/.m2 or ~/.gradle).
+var DefaultHomeAllow = []string{
+	"~/go", "~/.cargo/bin", "~/.rustup", "~/.local/bin", "~/.nvm", "~/.pyenv",
+	"~/.deno/bin", "~/.bun/bin", "~/.volta", "~/.sdkman/candidates",
+}
+
 // DefaultSpec returns the hardened default Spec for a workspace: read-only
 // root, tmpfs /tmp, no capabilities, no_new_privs, the driver's default
 // seccomp filter, the default limits and masks, and no network.
@@ -120,7 +134,8 @@ func DefaultSpec(workspace string) *Spec {
 			Source:      "tmpfs",
 			Options:     []string{"nosuid", "nodev", "mode=1777", "size=536870912"},
 		}},
-		Masks: append([]string(nil), DefaultMasks...),
+		Masks:     append([]string(nil), DefaultMasks...),
+		HomeAllow: append([]string(nil), DefaultHomeAllow...),
 		Resources: &specs.LinuxResources{
 			Memory: &specs.LinuxMemory{Limit: &mem},
 			Pids:   &specs.LinuxPids{Limit: &pids},

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/docker"
 	"github.com/dsh-dev/dsh/sandbox/native"
 )
@@ -17,7 +19,7 @@ func driverNamesForDoctor() []string { return []string{"native", "docker", "host
 func probeDriver(ctx context.Context, name string, cfg *config.Config) driverReport {
 	switch name {
 	case "native":
-		return probeNative(ctx, cfg.Sandbox.Limits.Off)
+		return probeNative(ctx, cfg.Sandbox.Limits.Off, cfg.Sandbox.Masks, cfg.Sandbox.Home.Allow)
 	case "docker":
 		return probeDocker(ctx, cfg.Sandbox.Image)
 	case "host":
@@ -61,8 +63,9 @@ func probeDocker(ctx context.Context, image string) driverReport {
 
 // probeNative reports the native driver. With limits off
 // (sandbox.limits.off) worlds need no cgroup, so an unwritable cgroup
-// hierarchy does not keep the driver from being ready.
-func probeNative(ctx context.Context, limitsOff bool) driverReport {
+// hierarchy does not keep the driver from being ready. It also says which
+// host identity worlds hold and what they can read of the home.
+func probeNative(ctx context.Context, limitsOff bool, masks, allow []string) driverReport {
 	r := native.New(nil).Probe(ctx)
 	ready := r.Ready()
 	if limitsOff {
@@ -96,6 +99,15 @@ func probeNative(ctx context.Context, limitsOff bool) driverReport {
 		trial = r.TrialError
 	}
 	add("pivot_root", r.PivotRoot, trial)
+	add("identity", true, native.IdentityView(0))
+	homes, readable := native.HomeView(append(slices.Clone(sandbox.DefaultMasks), masks...), allow)
+	home := "hidden: " + strings.Join(homes, ", ") + "; readable (read-only): "
+	if len(readable) == 0 {
+		home += "nothing"
+	} else {
+		home += strings.Join(readable, ", ")
+	}
+	add("home", true, home+" (sandbox.home.allow)")
 	if !rep.Ready {
 		rep.Problem = strings.Join(r.Problems, "; ")
 	}

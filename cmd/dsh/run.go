@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -292,6 +293,7 @@ func runSpec(cmd *cobra.Command, cfg *config.Config) (*sandbox.Spec, error) {
 		spec.Image = cfg.Sandbox.Image
 	}
 	spec.Masks = append(spec.Masks, cfg.Sandbox.Masks...)
+	spec.HomeAllow = slices.Clone(cfg.Sandbox.Home.Allow)
 	lim := cfg.Sandbox.Limits
 	if lim.Off {
 		for _, f := range []string{"memory", "pids", "cpus"} {

@@ -52,6 +52,9 @@ var checks = []check{
 	{"HostUnixSocketsUnreachable", true, checkHostUnixSockets},
 	{"OtherWorldsProxyUnreachable", true, checkOtherWorldsProxy},
 	{"SocketFamiliesLimited", true, checkSocketFamilies},
+	{"DeviceNodesReadOnly", true, checkDeviceNodesReadOnly},
+	{"RootOnlyFilesUnreadable", true, checkRootOnlyFiles},
+	{"HomeCredentialsHidden", true, checkHomeCredentials},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -24,6 +24,9 @@ func TestChecksDetectAnUnconfinedDriver(t *testing.T) {
 			if c.name == "DockerSocketAbsent" && sockErr != nil {
 				wantFail = false // nothing to find on this host
 			}
+			if c.name == "RootOnlyFilesUnreadable" && os.Geteuid() != 0 {
+				wantFail = false // only root can make root-owned files
+			}
 			switch {
 			case wantFail && err == nil:
 				t.Errorf("check passed on the unconfined host driver; it cannot detect an escape")

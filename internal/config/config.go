@@ -29,6 +29,17 @@ type Sandbox struct {
 	// Masks are extra host paths hidden inside a world, beside the
 	// built-in list of credential locations.
 	Masks []string `mapstructure:"masks"`
+	// Home is what a world sees of the host's home directories.
+	Home Home `mapstructure:"home"`
+}
+
+// Home configures the home directories inside a world (native driver:
+// docker shows no host home). Every home is hidden but for Allow.
+type Home struct {
+	// Allow are the "~/path" locations a world may read, read-only,
+	// replacing the built-in list of toolchain locations
+	// (sandbox.DefaultHomeAllow). An empty list hides the whole home.
+	Allow []string `mapstructure:"allow"`
 }
 
 // Limits are per-world resource limits.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -88,6 +89,22 @@ func TestParseSize(t *testing.T) {
 	for _, in := range []string{"", "12XB", "-1G", "0", "1.5G", "G"} {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) succeeded, want error", in)
+		}
+	}
+}
+
+func TestValidateHomeAllow(t *testing.T) {
+	c := Default()
+	c.Sandbox.Home.Allow = []string{"~/go", "/opt/go", "~/../etc", "~/"}
+	err := c.Validate()
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 3 {
+		t.Fatalf("Validate() = %v, want 3 problems (absolute, .., bare ~/)", err)
+	}
+	for i, e := range es {
+		var ke *KeyError
+		if want := fmt.Sprintf("sandbox.home.allow[%d]", i+1); !errors.As(e, &ke) || ke.Key != want {
+			t.Errorf("problem %d is %v, want one at %s", i, e, want)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package config
 
-import "github.com/dsh-dev/dsh/sandbox"
+import (
+	"slices"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
 
 // Default returns the configuration dsh uses when nothing is set. Every
 // key has a default here, so every key is known to the loader (and to
@@ -12,6 +16,7 @@ func Default() Config {
 			Image:  "dsh/base:latest",
 			Limits: Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs()))},
 			Masks:  []string{},
+			Home:   Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
 		},
 		Network: Policy{Default: "deny", Ports: []int{}, Allow: []string{}, Deny: []string{}},
 		Web: Web{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,11 @@ func (c *Config) Validate() error {
 	for i, m := range c.Sandbox.Masks {
 		if !strings.HasPrefix(m, "/") && !strings.HasPrefix(m, "~/") {
 			bad(fmt.Sprintf("sandbox.masks[%d]", i), "%q is not an absolute path or ~/path", m)
+		}
+	}
+	for i, a := range c.Sandbox.Home.Allow {
+		if !strings.HasPrefix(a, "~/") || slices.Contains(strings.Split(a, "/"), "..") || len(a) < 3 {
+			bad(fmt.Sprintf("sandbox.home.allow[%d]", i), "%q is not a ~/path inside the home (such as ~/go)", a)
 		}
 	}
 	validatePolicy("network", c.Network, bad)

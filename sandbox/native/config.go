@@ -22,10 +22,11 @@ const configEnv = "DSH_NATIVE_INIT"
 // forwarder listens when Options.ProxyPort is zero.
 const DefaultProxyPort = 3128
 
-// rootMasks are hidden in addition to Spec.Masks when processes run as
-// host uid 0: without any capability, uid 0 still owns and reads them.
-// /home holds other users' credentials, which the "~" masks (the caller's
-// home) do not cover; a workspace below it stays reachable.
+// rootMasks are hidden in addition to Spec.Masks when dsh runs as root.
+// Its worlds never hold host uid 0 (idmap.go), so permissions already
+// protect root-only files; the list is a second layer. /home holds other
+// users' files, which the home masks (the caller's homes) do not cover; a
+// workspace below it stays reachable.
 var rootMasks = []string{
 	"/home",
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
@@ -56,8 +57,16 @@ type initConfig struct {
 	Masks   []string
 	Mounts  []specs.Mount
 	Rlimits []specs.POSIXRlimit
+	// Allow are real host paths of home locations bound back read-only
+	// over the masked homes (home.go).
+	Allow []string
+	// Trees is set when dsh sends, with the sync byte, a detached mount
+	// of the workspace (idmapped) and of each Allow entry (idmap.go).
+	Trees bool
+	// trees are those descriptors, as stage 1 received them.
+	trees []int
 	// UID, GID and Groups are the identity processes run as, in the user
-	// namespace (equal to host ids: the mapping is the identity).
+	// namespace.
 	UID, GID uint32
 	Groups   []uint32
 	// Egress reports whether the init inherits an egress broker
@@ -144,17 +153,23 @@ func checkSpec(s *sandbox.Spec) (workspace string, err error) {
 	return ws, nil
 }
 
-// identity returns the uid, gid and groups processes run as.
-func identity(s *sandbox.Spec) (uid, gid uint32, groups []uint32, err error) {
+// identity returns the uid, gid and groups processes run as, inside the
+// world. An unprivileged caller's world runs as the caller. A root
+// caller's world (mapped to an unprivileged host range, idmap.go) runs
+// as the Spec's User, else as the workspace's owner.
+func identity(s *sandbox.Spec, mapped bool, ws string) (uid, gid uint32, groups []uint32, err error) {
 	uid, gid = uint32(os.Getuid()), uint32(os.Getgid())
 	if s.User == nil {
-		return uid, gid, nil, nil
+		if mapped {
+			uid, gid, err = workspaceOwner(ws)
+		}
+		return uid, gid, nil, err
 	}
 	u := s.User
-	if os.Geteuid() != 0 && (u.UID != uid || u.GID != gid || len(u.AdditionalGids) > 0) {
+	if !mapped && (u.UID != uid || u.GID != gid || len(u.AdditionalGids) > 0) {
 		return 0, 0, nil, &specError{Field: "User", Msg: fmt.Sprintf("uid %d gid %d: an unprivileged caller can only map its own identity (uid %d gid %d); leave User nil or run dsh as root", u.UID, u.GID, uid, gid)}
 	}
-	if u.UID > 65535 || u.GID > 65535 {
+	if u.UID >= idRangeSize || u.GID >= idRangeSize {
 		return 0, 0, nil, &specError{Field: "User", Msg: fmt.Sprintf("uid %d gid %d: ids above 65535 are not mapped", u.UID, u.GID)}
 	}
 	return u.UID, u.GID, u.AdditionalGids, nil
@@ -163,8 +178,8 @@ func identity(s *sandbox.Spec) (uid, gid uint32, groups []uint32, err error) {
 // expandMasks turns Spec.Masks into real host paths: "~" is the invoking
 // user's home (and, under sudo, the home of the user who ran sudo),
 // symlinks are resolved so a mount can never follow one, and paths that
-// do not exist are skipped.
-func expandMasks(masks []string, uid uint32) []string {
+// do not exist are skipped. A root caller's worlds get rootMasks too.
+func expandMasks(masks []string, root bool) []string {
 	homes := homeDirs()
 	var out []string
 	seen := map[string]bool{}
@@ -177,7 +192,7 @@ func expandMasks(masks []string, uid uint32) []string {
 		out = append(out, real)
 	}
 	list := append(append([]string(nil), masks...), kernelMasks...)
-	if uid == 0 {
+	if root {
 		list = append(list, rootMasks...)
 	}
 	for _, m := range list {

@@ -35,13 +35,35 @@
 // A user namespace is always created, also when dsh runs as root: every
 // capability the init holds is then relative to a namespace the kernel
 // does not trust for host resources, so a capability that survives by
-// mistake grants nothing outside. The caller's identity is mapped: an
-// unprivileged caller maps only its own uid and gid (setgroups denied); a
-// root caller maps the identity range 0-65535, so file owners look the
-// same inside and Spec.User may name another user. Processes run as
-// Spec.User, or as the caller. When that is uid 0 on the host, root-only
-// secret files (shadow, ssh host keys) are masked in addition to
-// Spec.Masks, since uid 0 reads them without any capability.
+// mistake grants nothing outside. An unprivileged caller maps only its
+// own uid and gid (setgroups denied) and its world runs as the caller;
+// per-uid kernel limits (inotify instances, RLIMIT_NPROC) are then shared
+// with the caller's own processes, which no unprivileged mechanism can
+// change. A root caller's world never holds host root: its ids 0-65535
+// map to an unprivileged host range (Options.IDBase, else the /etc/subuid
+// and /etc/subgid range of user "dsh" or "root", else DefaultIDBase), so
+// host files of every id outside the range show as the overflow id and
+// are protected by their permission bits (root-only keys, other users'
+// files), and per-uid limits are the range's own. dsh makes the
+// workspace an idmapped mount through the world's user namespace
+// (open_tree and mount_setattr on the host, Linux 5.12+, a file system
+// that supports idmapping; otherwise Open fails with ErrUnavailable) and
+// passes it to the init over the sync socket, which attaches it with
+// move_mount: owners look the same inside, the world runs as the
+// workspace's owner unless Spec.User says otherwise, and what it creates
+// belongs to that owner on the host. rootMasks are hidden as a second
+// layer.
+//
+// # Home directories
+//
+// Every home (the effective $HOME, the caller's passwd home and, under
+// sudo, the sudo user's) is covered by an empty read-only tmpfs; only the
+// Spec.HomeAllow locations (default sandbox.DefaultHomeAllow, toolchains,
+// config key sandbox.home.allow) that exist as directories are bound back
+// read-only, unless a mask covers them. A workspace inside a home stays
+// reachable. Device nodes in /dev and /dev/null over masked files are
+// read-only binds: their mode, owner and times cannot change, while I/O
+// on them is unaffected.
 //
 // # Limits
 //

@@ -25,6 +25,11 @@ type Options struct {
 	// ProxyPort is the loopback port inside each world where the egress
 	// forwarder listens. If zero, DefaultProxyPort.
 	ProxyPort int
+	// IDBase is the first host uid and gid of the 65536 ids a root dsh's
+	// worlds are mapped to. If zero, the range /etc/subuid and
+	// /etc/subgid give user "dsh" (else "root"), else DefaultIDBase.
+	// Unused for an unprivileged caller, whose world is its own uid.
+	IDBase uint32
 	// Stderr receives the init's own diagnostics. If nil, discarded.
 	Stderr io.Writer
 }

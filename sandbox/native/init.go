@@ -33,9 +33,10 @@ const (
 const (
 	fdSync  = 3 // one byte when the init is in its cgroup; EOF = abort
 	fdReady = 4 // 0x00 when serving, 0x01 before exec mode's execve; else an error message
+	fdExe   = 5 // the binary itself, executed as /proc/self/fd/5; closed at once
 	// fdBroker is the egress broker connection (sandbox.ServeEgress),
 	// present only for a world with egress.
-	fdBroker = 5
+	fdBroker = 6
 )
 
 // portEnv carries the relay's port from stage 1 to stage 2 (no variable:
@@ -136,9 +137,12 @@ func stage1() error {
 	if err != nil {
 		return err
 	}
-	var b [1]byte
-	if n, _ := os.NewFile(fdSync, "sync").Read(b[:]); n != 1 {
-		return errors.New("native init: dsh went away before the sandbox was placed in its cgroup")
+	unix.Close(fdExe)
+	if cfg.trees, err = awaitRelease(); err != nil {
+		return err
+	}
+	if cfg.Trees && len(cfg.trees) != 1+len(cfg.Allow) {
+		return fmt.Errorf("native init: dsh sent %d mounts, want %d", len(cfg.trees), 1+len(cfg.Allow))
 	}
 	if execDropErr != nil && !errors.Is(execDropErr, syscall.ENOTSUP) {
 		return execDropErr

@@ -53,11 +53,11 @@ func buildRoot(c *initConfig) error {
 			return err
 		}
 	}
-	// Masks above the workspace are writable long enough to create the
-	// workspace's mount point, then read-only.
+	// Masks above the workspace or an allowed home location are writable
+	// long enough to create their mount points, then read-only.
 	var above []string
 	for _, m := range c.Masks {
-		if isBelow(c.Workspace, m) {
+		if isBelow(c.Workspace, m) || coversAny(c.Allow, m) {
 			mounted, err := mountMask(root, m, false)
 			if err != nil {
 				return err
@@ -67,21 +67,26 @@ func buildRoot(c *initConfig) error {
 			}
 		}
 	}
+	// Before the workspace, which may lie inside an allowed location.
+	if err := attachAllowed(root, c); err != nil {
+		return err
+	}
 	ws := filepath.Join(root, c.Workspace)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return fmt.Errorf("creating the workspace mount point %s: %w", c.Workspace, err)
+		return fmt.Errorf("creating the workspace mount point %s: %w (a root dsh's world must be able to search every directory above the workspace: chmod o+x them)", c.Workspace, err)
 	}
-	if err := unix.Mount(c.Workspace, ws, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("binding the workspace %s: %w", c.Workspace, err)
+	fd := -1
+	if c.Trees {
+		fd = c.trees[0]
 	}
-	if err := unix.MountSetattr(unix.AT_FDCWD, ws, unix.AT_RECURSIVE, &unix.MountAttr{
+	if err := attachTree(fd, c.Workspace, ws, &unix.MountAttr{
 		Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
 		Attr_clr: unix.MOUNT_ATTR_RDONLY,
 	}); err != nil {
-		return fmt.Errorf("making the workspace %s writable: %w", c.Workspace, err)
+		return fmt.Errorf("mounting the workspace: %w", err)
 	}
 	for _, m := range c.Masks {
-		if isBelow(c.Workspace, m) {
+		if isBelow(c.Workspace, m) || coversAny(c.Allow, m) {
 			continue
 		}
 		if _, err := mountMask(root, m, true); err != nil {
@@ -128,10 +133,22 @@ func mountMask(root, p string, readonly bool) (mounted bool, err error) {
 		}
 		return true, nil
 	}
-	if err := unix.Mount("/dev/null", target, "", unix.MS_BIND, ""); err != nil {
+	if err := bindReadonly("/dev/null", target); err != nil {
 		return false, fmt.Errorf("masking %s: %w", p, err)
 	}
 	return true, nil
+}
+
+// bindReadonly binds the host inode src (a device node, /dev/null over a
+// masked file) on target, read-only: its mode, owner, times and xattrs
+// cannot change from inside. Data is unaffected: the kernel applies a
+// read-only mount to regular files, not to I/O on device nodes, so
+// /dev/null still swallows writes.
+func bindReadonly(src, target string) error {
+	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	return unix.MountSetattr(unix.AT_FDCWD, target, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC})
 }
 
 // mountOption maps an OCI mount option to flags (ok=false: unsupported).
@@ -235,7 +252,7 @@ func mountDev(root string) error {
 		if err := os.WriteFile(t, nil, 0o666); err != nil {
 			return fmt.Errorf("creating /dev/%s: %w", n, err)
 		}
-		if err := unix.Mount("/dev/"+n, t, "", unix.MS_BIND, ""); err != nil {
+		if err := bindReadonly("/dev/"+n, t); err != nil {
 			return fmt.Errorf("binding /dev/%s: %w", n, err)
 		}
 	}

@@ -109,7 +109,7 @@ func TestMasksHideSecrets(t *testing.T) {
 	spec := sandbox.DefaultSpec(ws)
 	spec.Masks = []string{"~/.ssh", secretFile, "~/.netrc", "/nonexistent/dsh-mask"}
 	out, err := sh(t, spec, `
-ls -A `+secretDir+` | sed 's/^/ls:/'
+ls -A `+secretDir+` 2>/dev/null | sed 's/^/ls:/'
 cat `+secretDir+`/id_ed25519 2>/dev/null
 cat `+secretFile+` 2>/dev/null
 cat `+link+` 2>/dev/null

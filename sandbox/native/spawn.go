@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -60,7 +61,15 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	if err != nil {
 		return nil, err
 	}
-	uid, gid, groups, err := identity(spec)
+	// A root caller's world is mapped to an unprivileged host range.
+	mapped := os.Geteuid() == 0
+	var ids idRange
+	if mapped {
+		if ids, err = worldIDRange(d.opts.IDBase); err != nil {
+			return nil, err
+		}
+	}
+	uid, gid, groups, err := identity(spec, mapped, ws)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +106,13 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	if err := os.Mkdir(root, 0o700); err != nil {
 		return nil, fmt.Errorf("native: creating root mount point: %w", err)
 	}
+	// dsh's own state (every world's directory) is never in a world.
+	masks := expandMasks(append(append([]string(nil), spec.Masks...), base), mapped)
+	homes, allow := homeLayout(spec.HomeAllow, ws, masks)
 	cfg := &initConfig{
 		Root: root, Workspace: ws, Hostname: spec.Hostname,
-		// dsh's own state (every world's directory) is never in a world.
-		Masks:  expandMasks(append(append([]string(nil), spec.Masks...), base), uid),
+		Masks: append(masks, homes...),
+		Allow: allow, Trees: mapped,
 		Mounts: spec.Mounts, Rlimits: spec.Rlimits,
 		UID: uid, GID: gid, Groups: groups,
 		Exec: execArgv, ExecEnv: execEnv,
@@ -127,10 +139,12 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 		return nil, err
 	}
 
-	syncR, syncW, err := os.Pipe()
+	// The sync channel is a socket: the release byte may carry mounts.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("native: sync socket: %w", err)
 	}
+	syncR, syncW := os.NewFile(uintptr(pair[1]), "sync"), os.NewFile(uintptr(pair[0]), "sync")
 	defer syncR.Close()
 	defer syncW.Close()
 	readyR, readyW, err := os.Pipe()
@@ -140,12 +154,20 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	defer readyR.Close()
 	defer readyW.Close()
 
+	// Executed through a descriptor: the mapped init may not be allowed
+	// to look up the binary's path (a test binary in a private directory).
+	exeFile, err := os.Open(exe)
+	if err != nil {
+		return nil, fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
+	}
+	defer exeFile.Close()
 	cmd := exec.Command(exe, InitArg)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(fdExe)
 	cmd.Args[0] = "dsh-init"
 	// One P: the init only relays I/O, and every thread it has costs a
 	// round in the all-threads credential drop.
 	cmd.Env = []string{configEnv + "=" + env, "GOMAXPROCS=1"}
-	cmd.ExtraFiles = []*os.File{syncR, readyW}
+	cmd.ExtraFiles = []*os.File{syncR, readyW, exeFile}
 	if brokerChild != nil {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, brokerChild) // fdBroker
 	}
@@ -174,10 +196,12 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 		// forwards it to the command).
 		Setsid: true,
 	}
-	if os.Geteuid() == 0 {
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}}
+	if mapped {
+		sys.UidMappings, sys.GidMappings = ids.mappings()
 		sys.GidMappingsEnableSetgroups = true
+		// Writing the maps does not change the child's own ids: it would
+		// keep host uid 0. Become the world's root, host id ids.uid.
+		sys.Credential = &syscall.Credential{Uid: 0, Gid: 0}
 	} else {
 		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
@@ -197,17 +221,33 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 	}
 	if err != nil {
 		l.cmd = nil
+		if mapped {
+			if rerr := ids.usable(); rerr != nil {
+				return nil, rerr
+			}
+		}
 		return nil, usernsError(err)
 	}
 	syncR.Close()
 	readyW.Close()
+	exeFile.Close()
 	if l.cg != nil && !sys.UseCgroupFD {
 		if err := l.cg.add(cmd.Process.Pid); err != nil {
 			return nil, &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
 		}
 	}
+	var trees []int
+	if mapped {
+		if err := mapStateDir(base, l.dir, ids); err != nil {
+			return nil, err
+		}
+		if trees, err = detachedTrees(cmd.Process.Pid, ws, allow); err != nil {
+			return nil, err
+		}
+		defer closeFDs(trees)
+	}
 	// The init waits for this byte: nothing runs before it is limited.
-	if _, err := syncW.Write([]byte{1}); err != nil {
+	if err := release(syncW, trees); err != nil {
 		return nil, fmt.Errorf("native: releasing the init: %w", err)
 	}
 	syncW.Close()

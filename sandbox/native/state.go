@@ -36,8 +36,9 @@ func stateBase(override string) (string, error) {
 		return "", fmt.Errorf("native: state directory: %w", err)
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || st == nil || int(st.Uid) != uid || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("native: state directory %s must be a directory owned by uid %d with mode 0700; remove it and retry", base, uid)
+	// 0711 is a root dsh's: its mapped worlds search it (idmap.go).
+	if !fi.IsDir() || st == nil || int(st.Uid) != uid || fi.Mode().Perm()&0o066 != 0 {
+		return "", fmt.Errorf("native: state directory %s must be a directory owned by uid %d with mode 0700 or 0711; remove it and retry", base, uid)
 	}
 	return base, nil
 }

@@ -71,6 +71,8 @@ func main() {
 		sockScan(args)
 	case "families":
 		families()
+	case "meta":
+		meta(args)
 	case "sleep":
 		time.Sleep(time.Hour)
 	default:

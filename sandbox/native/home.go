@@ -1,0 +1,114 @@
+package native
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Home directories are hidden by an allow-list, not a deny-list: each
+// home (the effective $HOME, the caller's passwd home and, under sudo,
+// the sudo user's) is covered by an empty read-only tmpfs, and only the
+// Spec's HomeAllow locations that exist are bound back, read-only. A
+// workspace inside a home stays reachable (masks above the workspace).
+
+// homeLayout returns the homes to mask and the real host paths of the
+// allowed directories to bind back. An allowed entry is skipped when it does
+// not exist, when it resolves outside its home (it is then visible, or
+// masked, where it really is) or when it lies inside the workspace
+// (visible read-write already); and a mask wins over it: entries inside
+// one of masks (real paths from Spec.Masks, such as /root) stay hidden.
+// A home that is one of masks is not masked twice.
+func homeLayout(allow []string, ws string, masks []string) (homes, binds []string) {
+	seen := map[string]bool{}
+	for _, h := range homeDirs() {
+		home, err := filepath.EvalSymlinks(h)
+		if err != nil || home == "/" || seen[home] {
+			continue
+		}
+		seen[home] = true
+		if ws != "" && isBelow(home, ws) {
+			continue // the home is (inside) the workspace: the world's anyway
+		}
+		if !slices.Contains(masks, home) {
+			homes = append(homes, home)
+		}
+		for _, a := range allow {
+			rel, ok := strings.CutPrefix(a, "~/")
+			if !ok {
+				continue
+			}
+			real, err := filepath.EvalSymlinks(filepath.Join(home, rel))
+			if err != nil || real == home || !isBelow(real, home) || (ws != "" && isBelow(real, ws)) || seen[real] || belowAny(real, masks) {
+				continue
+			}
+			if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+				continue // toolchain locations are directories
+			}
+			seen[real] = true
+			binds = append(binds, real)
+		}
+	}
+	return homes, binds
+}
+
+// HomeView reports, for `dsh doctor`, what a world of this caller sees
+// of the host's homes: the homes (all hidden) and the locations in them
+// bound back read-only, for a Spec with masks and allow (Spec.Masks,
+// Spec.HomeAllow) and a workspace outside the homes.
+func HomeView(masks, allow []string) (homes, readable []string) {
+	for _, h := range homeDirs() {
+		if real, err := filepath.EvalSymlinks(h); err == nil && !slices.Contains(homes, real) {
+			homes = append(homes, real)
+		}
+	}
+	_, readable = homeLayout(allow, "", expandMasks(masks, os.Geteuid() == 0))
+	return homes, readable
+}
+
+// belowAny reports whether p is one of dirs or inside one.
+func belowAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if isBelow(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// coversAny reports whether mask m is an ancestor of (or equal to) one
+// of paths: such a mask must stay writable until their mount points are
+// made.
+func coversAny(paths []string, m string) bool {
+	for _, p := range paths {
+		if isBelow(p, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// attachAllowed binds the allowed home locations back into root,
+// read-only, each on a mount point made in the (still writable) tmpfs
+// over its home: the trees dsh made (a root dsh) or, for an unprivileged
+// caller, binds of the paths.
+func attachAllowed(root string, c *initConfig) error {
+	for i, p := range c.Allow {
+		target := filepath.Join(root, p)
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return fmt.Errorf("creating the mount point of %s: %w", p, err)
+		}
+		fd := -1
+		if c.Trees {
+			fd = c.trees[1+i]
+		}
+		if err := attachTree(fd, p, target, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
