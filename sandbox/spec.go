@@ -52,8 +52,10 @@ type Spec struct {
 	// Seccomp is the syscall filter. If nil, the driver's default filter is
 	// used; every driver's default denies at least mount, umount,
 	// pivot_root, new user namespaces, ptrace, process_vm_*, kexec, bpf,
-	// perf_event_open, keyctl, io_uring and open_by_handle_at, and the
-	// ioctls TIOCSTI and TIOCLINUX (on the request's low 32 bits).
+	// perf_event_open, keyctl, io_uring and open_by_handle_at. Whatever
+	// the filter, the init's world filter (package pid1) is stacked on
+	// it in every driver: only the socket families a world needs, and no
+	// TIOCSTI, TIOCLINUX or io_uring.
 	Seccomp *specs.LinuxSeccomp
 	// UnixSockets lets the world's processes create unix sockets. If
 	// false (the default), the init's world filter refuses them, and that

@@ -74,7 +74,6 @@ func filterProgram() ([]unix.SockFilter, error) {
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 	}
-	guard = append(guard, ioctlGuard()...)
 	raw, err := bpf.Assemble(append(guard, insts...))
 	if err != nil {
 		return nil, fmt.Errorf("assembling seccomp program: %w", err)
@@ -84,32 +83,6 @@ func filterProgram() ([]unix.SockFilter, error) {
 		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
 	return out, nil
-}
-
-// deniedIoctls fail with EPERM in every sandbox: TIOCSTI types into a
-// terminal's input (which another session's shell may read), TIOCLINUX
-// reaches the virtual console (whose selection can be pasted into input).
-var deniedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
-
-// ioctlGuard refuses deniedIoctls. The kernel takes the request as an
-// unsigned int, so only the low 32 bits of the argument are compared (at
-// offset 24, seccomp_data.args[1], on the little-endian architectures of
-// auditArch): bits set above them cannot slip a request past. The
-// library's conditions compare all 64.
-func ioctlGuard() []bpf.Instruction {
-	n := uint8(len(deniedIoctls))
-	insts := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_IOCTL, SkipFalse: n + 3},
-		bpf.LoadAbsolute{Off: 24, Size: 4}, // low half of seccomp_data.args[1]
-	}
-	for i, req := range deniedIoctls {
-		insts = append(insts, bpf.JumpIf{Cond: bpf.JumpEqual, Val: req, SkipTrue: n - uint8(i)})
-	}
-	return append(insts,
-		bpf.Jump{Skip: 1},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
-	)
 }
 
 var auditArch = map[string]uint32{

@@ -38,10 +38,6 @@ const (
 	offArg2 = 32
 )
 
-// tiocLinux is TIOCLINUX (asm-generic/ioctls.h; the same on amd64 and
-// arm64), which x/sys/unix does not name.
-const tiocLinux = 0x541c
-
 // x32Bit marks x32 system calls on amd64: the same architecture value,
 // other numbers.
 const x32Bit = 0x40000000
@@ -124,7 +120,7 @@ func worldFilter(unixSockets bool) ([]bpf.RawInstruction, error) {
 	ioctl := cat(
 		[]bpf.Instruction{bpf.LoadAbsolute{Off: offArg1, Size: 4}},
 		retIf(unix.TIOCSTI, retErrno(unix.EPERM)),
-		retIf(tiocLinux, retErrno(unix.EPERM)),
+		retIf(unix.TIOCLINUX, retErrno(unix.EPERM)),
 		[]bpf.Instruction{bpf.RetConstant{Val: retAllow}},
 	)
 	prog := cat(
