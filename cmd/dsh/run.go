@@ -63,6 +63,7 @@ Use --policy and --allow to change it for one run.`,
 	f.String("memory", "", "memory limit, such as 512MiB or 2G (at least 8MiB)")
 	f.Int("pids", 0, "maximum number of processes (1 to 4194304)")
 	f.Float64("cpus", 0, "CPUs' worth of time, such as 1.5 (0.01 to this host's CPUs)")
+	f.Bool("unix-sockets", false, "let the command create unix sockets (refused by default, which keeps every host socket, the workspace's too, out of reach); a world may then connect to host sockets it can see and write")
 	f.Bool("no-limits", false, "run without memory, pids and cpu limits (where dsh cannot write cgroups); all other confinement stays")
 	f.Duration("timeout", 0, "end the command after this long (SIGTERM to its processes, 3s, SIGKILL) and exit 124; 0 means no timeout")
 	f.StringArray("env", nil, "environment entry K=V for the command (repeatable); the host environment never enters")
@@ -75,6 +76,7 @@ Use --policy and --allow to change it for one run.`,
 	bindConfigFlag(cmd, "pids", "sandbox.limits.pids")
 	bindConfigFlag(cmd, "cpus", "sandbox.limits.cpus")
 	bindConfigFlag(cmd, "no-limits", "sandbox.limits.off")
+	bindConfigFlag(cmd, "unix-sockets", "sandbox.unix_sockets")
 	return cmd
 }
 
@@ -294,6 +296,7 @@ func runSpec(cmd *cobra.Command, cfg *config.Config) (*sandbox.Spec, error) {
 	}
 	spec.Masks = append(spec.Masks, cfg.Sandbox.Masks...)
 	spec.HomeAllow = slices.Clone(cfg.Sandbox.Home.Allow)
+	spec.UnixSockets = cfg.Sandbox.UnixSockets
 	lim := cfg.Sandbox.Limits
 	if lim.Off {
 		for _, f := range []string{"memory", "pids", "cpus"} {

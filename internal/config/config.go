@@ -31,6 +31,11 @@ type Sandbox struct {
 	Masks []string `mapstructure:"masks"`
 	// Home is what a world sees of the host's home directories.
 	Home Home `mapstructure:"home"`
+	// UnixSockets lets a world's processes create unix sockets. Default
+	// false: the world filter refuses them, which is what keeps every
+	// host unix socket (in the workspace too) out of reach. With true, a
+	// world can connect to any socket in its view its identity may write.
+	UnixSockets bool `mapstructure:"unix_sockets"`
 }
 
 // Home configures the home directories inside a world (native driver:
