@@ -45,6 +45,7 @@ var checks = []check{
 	{"OutputTailsExact", false, checkTails},
 	{"ExitCodesPropagate", false, checkExitCodes},
 	{"TerminalWhenAsked", false, checkTerminal},
+	{"InitSurvivesSignalsAndOOM", true, checkInit},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -61,6 +61,8 @@ func main() {
 		emit(args)
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "siginit":
+		siginit()
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)
