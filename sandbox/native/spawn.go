@@ -200,6 +200,9 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 			return nil, &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
 		}
 	}
+	if execArgv == nil {
+		protectInit(cmd.Process.Pid)
+	}
 	// The init waits for this byte: nothing runs before it is limited.
 	if _, err := syncW.Write([]byte{1}); err != nil {
 		return nil, fmt.Errorf("native: releasing the init: %w", err)

@@ -28,6 +28,8 @@ func Main() int {
 	// Descriptors the init inherited beyond stdio (a driver's socket, a
 	// leaked fd of the runtime) must not reach the processes it starts.
 	markCloexec()
+	// Opened while the init still owns its /proc entries (see below).
+	oom := openOOMScore()
 	// The processes it runs share its uid. Not dumpable, the init's
 	// /proc/<pid>/{fd,mem,environ} are closed to them and it cannot be
 	// ptrace-attached without CAP_SYS_PTRACE: otherwise a process could
@@ -66,7 +68,7 @@ func Main() int {
 			conn.Close()
 		}()
 	}
-	if err := Serve(conn, &ServeOptions{Logger: log}); err != nil {
+	if err := Serve(conn, &ServeOptions{Logger: log, oom: oom}); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh __init:", err)
 		return 1
 	}

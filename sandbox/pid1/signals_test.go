@@ -118,3 +118,36 @@ func TestInitOutsidePidNSIgnoresNonStopSignals(t *testing.T) {
 		t.Errorf("after the signals: %v, want exit 7", st)
 	}
 }
+
+// TestChildrenRankAboveTheInitForOOM: the processes the init starts begin
+// at its oom_score_adj + 1000 (at most 1000), and the init keeps its own;
+// with the init lowered to -1000 (a privileged write, whose lower limit
+// every fork would keep), they begin at 0.
+func TestChildrenRankAboveTheInitForOOM(t *testing.T) {
+	ip := startInit(t, nil)
+	own := fmt.Sprintf("/proc/%d/oom_score_adj", ip.cmd.Process.Pid)
+	score := func() int {
+		b, _ := os.ReadFile(own)
+		return atoi(strings.TrimSpace(string(b)))
+	}
+	check := func(t *testing.T, initScore int) {
+		t.Helper()
+		want := fmt.Sprintf("%d\n", min(initScore+1000, 1000))
+		for range 3 {
+			out, _, st := run(t, ip.client, shell(`cat /proc/self/oom_score_adj`))
+			if st.Code != 0 || string(out) != want {
+				t.Errorf("oom_score_adj of a process of an init at %d: %q (%v), want %q", initScore, out, st, want)
+			}
+		}
+		if got := score(); got != initScore {
+			t.Errorf("oom_score_adj of the init after starting processes: %d, want %d", got, initScore)
+		}
+	}
+	check(t, score())
+	t.Run("InitLowered", func(t *testing.T) {
+		if err := os.WriteFile(own, []byte("-1000"), 0); err != nil {
+			t.Skipf("lowering the init's oom_score_adj needs CAP_SYS_RESOURCE: %v", err)
+		}
+		check(t, -1000)
+	})
+}
