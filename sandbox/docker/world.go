@@ -35,6 +35,7 @@ type world struct {
 	resolvConf  string        // host path of the world's resolv.conf
 	listener    net.Listener  // the egress socket, served by Spec.Egress
 	serveDone   chan struct{} // closed when Egress.Serve has returned
+	fate        *containerFate
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -69,7 +70,11 @@ func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Proce
 	if p.Dir == "" {
 		p.Dir = w.workspace
 	}
-	return w.init.Start(ctx, p)
+	proc, err := w.init.Start(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &lostProcess{Process: proc, fate: w.fate.describe}, nil
 }
 
 // Close kills every process (closing the init's connection makes it
