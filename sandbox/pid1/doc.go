@@ -48,8 +48,10 @@
 //   - As PID 1 of its own pid namespace, [Main] ignores every signal a
 //     process can send it (the kernel keeps SIGKILL and SIGSTOP of the
 //     namespace's own processes from it); only SIGKILL from outside and
-//     the end of the connection stop it. Its processes start with
-//     oom_score_adj 0 even when the driver lowered the init's.
+//     the end of the connection stop it. Its processes start with an
+//     oom_score_adj 1000 above the init's (at most 1000; 0 when the
+//     driver lowered the init to -1000), so the OOM killer picks them
+//     first.
 //   - When the connection closes or fails (and, for Main outside a pid
 //     namespace of its own, on SIGTERM, SIGINT or SIGHUP), the init SIGKILLs every process group it started
 //     and every descendant it can find (kill(-1) as PID 1; its children,
