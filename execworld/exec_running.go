@@ -19,15 +19,22 @@ type Result struct {
 	TimedOut bool
 	// Canceled reports whether ctx or Running.Stop ended the command.
 	Canceled bool
+	// Lost reports that the driver lost the command (ErrInitLost): Status
+	// is unknown.
+	Lost bool
 	// Stdout and Stderr are the exact tails of the two streams.
 	Stdout, Stderr Output
 	// Duration is the time from start to exit.
 	Duration time.Duration
 }
 
-// ExitCode is the status a shell would report: TimeoutCode after a
-// timeout, 128+N after signal N, else the exit code.
+// ExitCode is the status a shell would report: LostCode when the driver
+// lost the command, TimeoutCode after a timeout, 128+N after signal N,
+// else the exit code.
 func (r *Result) ExitCode() int {
+	if r.Lost {
+		return LostCode
+	}
 	if r.TimedOut {
 		return TimeoutCode
 	}
@@ -190,7 +197,12 @@ func (r *Running) wait() {
 		Duration: dur,
 	}
 	if err != nil {
-		r.err = fmt.Errorf("execworld: waiting for the process: %w", err)
+		r.res.Lost = true
+		if r.w.isClosed() {
+			r.err = fmt.Errorf("execworld: waiting for the process: %w", err)
+		} else {
+			r.err = fmt.Errorf("%w: %w", ErrInitLost, err)
+		}
 	}
 	r.mu.Unlock()
 	r.w.untrack(r)
@@ -248,7 +260,8 @@ func (r *Running) Tail() (stdout, stderr Output) {
 
 // Wait waits for the command to end and returns its Result. It may be
 // called more than once. An error means the driver lost the process (the
-// Result then has what was collected).
+// Result then has what was collected and reports Lost; the error wraps
+// ErrInitLost unless the world was closed).
 func (r *Running) Wait() (*Result, error) {
 	<-r.done
 	return r.res, r.err

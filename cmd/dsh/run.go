@@ -197,6 +197,10 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		if res == nil {
 			return exitf(statusDshFailed, "%v", err)
 		}
+		if res.Lost {
+			// The status is unknown: never report it as the command's.
+			return exitf(statusDshFailed, "%s did not finish, its status is unknown: %v", c.Argv[0], err)
+		}
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		out := runResult{

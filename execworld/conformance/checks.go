@@ -55,6 +55,7 @@ var checks = []check{
 	{"DeviceNodesReadOnly", true, checkDeviceNodesReadOnly},
 	{"RootOnlyFilesUnreadable", true, checkRootOnlyFiles},
 	{"HomeCredentialsHidden", true, checkHomeCredentials},
+	{"InitSurvivesSignalsAndOOM", true, checkInit},
 }
 
 // The workspace is mounted read-write at the same path.

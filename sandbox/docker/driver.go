@@ -193,6 +193,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		return nil, fmt.Errorf("docker: creating the world container: %w", err)
 	}
 	w.containerID = created.ID
+	w.fate = &containerFate{d: d, id: created.ID}
 	// Attach before start, so not one byte the init writes is lost.
 	hj, err := d.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {

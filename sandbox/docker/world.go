@@ -36,6 +36,7 @@ type world struct {
 	listener    *net.UnixListener // where the init's broker connection arrives, until it has
 	broker      *net.UnixConn     // the init's egress broker connection
 	serveDone   chan struct{}     // closed when the broker has stopped
+	fate        *containerFate
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -70,7 +71,11 @@ func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Proce
 	if p.Dir == "" {
 		p.Dir = w.workspace
 	}
-	return w.init.Start(ctx, p)
+	proc, err := w.init.Start(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &lostProcess{Process: proc, fate: w.fate.describe}, nil
 }
 
 // Close kills every process (closing the init's connection makes it

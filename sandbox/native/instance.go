@@ -15,6 +15,7 @@ type instance struct {
 	l        *launch
 	client   *pid1.Client
 	proxyEnv []string // nil without egress
+	fate     *initFate
 
 	closeOnce sync.Once
 	closeErr  error
@@ -28,7 +29,7 @@ func newInstance(l *launch, spec *sandbox.Spec, port int) (*instance, error) {
 		l.cleanup()
 		return nil, err
 	}
-	in := &instance{l: l, client: c}
+	in := &instance{l: l, client: c, fate: &initFate{pid: l.cmd.Process.Pid, cg: l.cg}}
 	if spec.Egress != nil {
 		in.proxyEnv = proxyEnv(port)
 	}
@@ -56,7 +57,11 @@ func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.P
 		}
 		p.Env = append(env, in.proxyEnv...)
 	}
-	return in.client.Start(ctx, p)
+	proc, err := in.client.Start(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &lostProcess{Process: proc, fate: in.fate.describe}, nil
 }
 
 // Close kills every process of the world and removes its cgroup, egress

@@ -236,6 +236,9 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 			return nil, &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
 		}
 	}
+	if execArgv == nil {
+		protectInit(cmd.Process.Pid)
+	}
 	var trees []int
 	if mapped {
 		if err := mapStateDir(base, l.dir, ids); err != nil {

@@ -46,8 +46,15 @@
 //   - The init owns wait4 for its children: it does not use os/exec's Wait,
 //     so reaping orphans can never steal a direct child's exit status.
 //     As PID 1 (or as a child subreaper) it reaps every zombie.
-//   - When the connection closes or fails (and, for Main, on SIGTERM,
-//     SIGINT or SIGHUP), the init SIGKILLs every process group it started
+//   - As PID 1 of its own pid namespace, [Main] ignores every signal a
+//     process can send it (the kernel keeps SIGKILL and SIGSTOP of the
+//     namespace's own processes from it); only SIGKILL from outside and
+//     the end of the connection stop it. Its processes start with an
+//     oom_score_adj 1000 above the init's (at most 1000; 0 when the
+//     driver lowered the init to -1000), so the OOM killer picks them
+//     first.
+//   - When the connection closes or fails (and, for Main outside a pid
+//     namespace of its own, on SIGTERM, SIGINT or SIGHUP), the init SIGKILLs every process group it started
 //     and every descendant it can find (kill(-1) as PID 1; its children,
 //     repeatedly, as a subreaper), reaps them, and returns: nothing it
 //     started survives it. A client that closes a process's control stream

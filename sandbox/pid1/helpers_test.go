@@ -89,6 +89,8 @@ func runHelper(name string, args []string) int {
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
+	case "siginit":
+		return signalInitHelper(args)
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", name)
 	return 2

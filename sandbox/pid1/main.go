@@ -28,7 +28,9 @@ func Main() int {
 // Run sets up the world cfg describes, then runs the init over its own
 // stdin and stdout as one connection and
 // returns the process exit status: 0 when the client closed the
-// connection, 1 when the transport failed. SIGTERM, SIGINT and SIGHUP end
+// connection, 1 when the transport failed. As PID 1 of its own pid
+// namespace it ignores every signal a process can send (only SIGKILL from
+// outside the namespace ends it); otherwise SIGTERM, SIGINT and SIGHUP end
 // it like a closed connection: everything is killed and reaped first.
 // Outside a pid namespace it makes itself a child subreaper, so orphans
 // stay within its reach. Diagnostics go to stderr; set DSH_INIT_LOG=debug
@@ -37,6 +39,8 @@ func Run(cfg *Config) int {
 	// Descriptors the init inherited beyond stdio (a driver's socket, a
 	// leaked fd of the runtime) must not reach the processes it starts.
 	markCloexec()
+	// Opened while the init still owns its /proc entries (see below).
+	oom := openOOMScore()
 	// The processes it runs share its uid. Not dumpable, the init's
 	// /proc/<pid>/{fd,mem,environ} are closed to them and it cannot be
 	// ptrace-attached without CAP_SYS_PTRACE: otherwise a process could
@@ -68,18 +72,18 @@ func Run(cfg *Config) int {
 		return 1
 	}
 	conn := JoinConn(pollable(0, "stdin"), pollable(1, "stdout"))
-	// Asked to stop (docker stop, a driver's SIGTERM): end the session as
-	// if the client had closed it, so everything is killed and reaped.
-	// Without this, Go would exit at once and, outside a pid namespace,
-	// leave the children running.
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	go func() {
-		sig := <-stop
-		log.Warn("terminating on signal; killing every process", "signal", sig)
-		conn.Close()
-	}()
-	if err := Serve(conn, &ServeOptions{Logger: log}); err != nil {
+	// No signal from the world ends the init (see absorbSignals). Outside
+	// a pid namespace, a request to stop ends the session as if the client
+	// had closed it, so everything is killed and reaped; without this, Go
+	// would exit at once and leave the children running.
+	if stop := absorbSignals(log, os.Getpid() == 1); stop != nil {
+		go func() {
+			sig := <-stop
+			log.Warn("terminating on signal; killing every process", "signal", sig)
+			conn.Close()
+		}()
+	}
+	if err := Serve(conn, &ServeOptions{Logger: log, oom: oom}); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh __init:", err)
 		return 1
 	}

@@ -19,6 +19,8 @@ import (
 type ServeOptions struct {
 	// Logger receives the init's diagnostics. If nil, they are discarded.
 	Logger *slog.Logger
+
+	oom *oomScore // Main's: processes start at oom_score_adj 0
 }
 
 // How long the streams of one process may take to arrive after its start
@@ -66,6 +68,7 @@ func Serve(conn io.ReadWriteCloser, opts *ServeOptions) error {
 		streams:  rendezvous{m: make(map[streamKey]chan *yamux.Stream)},
 		children: make(map[int]*child),
 		groups:   make(map[int]struct{}),
+		oom:      opts.oom,
 	}
 	return s.run()
 }
@@ -84,6 +87,7 @@ type server struct {
 	children map[int]*child   // started by us and not yet reaped, by pid
 	groups   map[int]struct{} // process groups that may still have members
 	closing  bool             // no new processes: the init is shutting down
+	oom      *oomScore        // nil: leave the score alone
 }
 
 // child is a process the init started.

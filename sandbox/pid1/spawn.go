@@ -107,7 +107,9 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 		closeAll()
 		return nil, nil, fail(nil, "the init is shutting down")
 	}
+	restoreOOM := s.oom.forChild()
 	pid, err := syscall.ForkExec(path, req.Argv, attr)
+	restoreOOM()
 	var c *child
 	if err == nil {
 		c = &child{pid: pid, status: make(chan exitReply, 1)}

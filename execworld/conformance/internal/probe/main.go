@@ -75,6 +75,8 @@ func main() {
 		meta(args)
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "siginit":
+		siginit()
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
+)
+
+// dshCommand returns the built dsh running "run --driver native
+// --no-limits ARGS" as an unprivileged user (so its state directory is
+// its own, under XDG_RUNTIME_DIR), on a fresh workspace, with no user
+// configuration.
+func dshCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	const nobody = 65534
+	dir, err := os.MkdirTemp("", "dsh-initsig-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	data, err := os.ReadFile(staticDsh(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, ws, run := filepath.Join(dir, "dsh"), filepath.Join(dir, "ws"), filepath.Join(dir, "run")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{ws, run} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"run", "--driver", "native", "--no-limits"}, args...)...)
+	cmd.Dir = ws
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + ws, "XDG_CONFIG_HOME=" + ws, "XDG_RUNTIME_DIR=" + run}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	return cmd
+}
+
+func runStatus(t *testing.T, cmd *exec.Cmd, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%v: %v", cmd.Args, err)
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// TestRunSignalsToInitDoNotEndTheRun: a command that signals the world's
+// init still decides dsh run's status.
+func TestRunSignalsToInitDoNotEndTheRun(t *testing.T) {
+	cmd := dshCommand(t, "--", "sh", "-c", "kill -TERM 1; kill -SEGV 1; kill -QUIT 1; sleep 1; exit 3")
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if code := runStatus(t, cmd, cmd.Run()); code != 3 {
+		t.Errorf("dsh run of a command that signals PID 1, then exits 3: status %d, stderr %q; want 3", code, errOut.String())
+	}
+}
+
+// TestRunInitKilledFromOutside: SIGKILL of the world's init from the host
+// makes dsh run fail with 125 and say so, never exit 0.
+func TestRunInitKilledFromOutside(t *testing.T) {
+	cmd := dshCommand(t, "--", "sh", "-c", "echo started; sleep 60")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "started\n" {
+		t.Fatalf("first line of the command: %q, %v", line, err)
+	}
+	// The native init is dsh's only child.
+	kids := childrenOf(cmd.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("children of dsh: %v, want the init alone", kids)
+	}
+	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("dsh run did not end after its init was killed")
+	}
+	code := runStatus(t, cmd, err)
+	msg := errOut.String()
+	if code != 125 || !strings.Contains(msg, "init was lost") || !strings.Contains(msg, "killed by SIGKILL") {
+		t.Errorf("dsh run after SIGKILL of its init: status %d, stderr %q; want 125, saying the init was lost and killed by SIGKILL", code, msg)
+	}
+}
+
+// childrenOf lists the child pids of pid.
+func childrenOf(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var kids []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, k := range strings.Fields(string(b)) {
+			var n int
+			fmt.Sscan(k, &n)
+			kids = append(kids, n)
+		}
+	}
+	return kids
+}
