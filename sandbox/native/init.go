@@ -274,12 +274,9 @@ func stage2() error {
 // serve runs the confined init: pid1 over stdin/stdout, with the egress
 // relay (with egress) and the world filter. It reports readiness once
 // both are in place.
+// pid1.Run makes the init non-dumpable before anything of the world
+// runs (after opening what it needs of its own /proc entry).
 func serve(tr *tracer, port int, egress, unixSockets bool) error {
-	// Not dumpable: processes of the sandbox (same uid, no capabilities)
-	// cannot open /proc/1/exe, /proc/1/fd or ptrace-attach the init.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("making the init non-dumpable: %w", err)
-	}
 	cfg := &pid1.Config{Filter: true, UnixSockets: unixSockets}
 	if egress {
 		f := os.NewFile(fdBroker, "egress-broker")
