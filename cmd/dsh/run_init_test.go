@@ -51,7 +51,7 @@ func dshCommand(t *testing.T, args ...string) *exec.Cmd {
 	}
 	cmd := exec.Command(bin, append([]string{"run", "--driver", "native", "--no-limits"}, args...)...)
 	cmd.Dir = ws
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + ws, "XDG_CONFIG_HOME=" + ws, "XDG_RUNTIME_DIR=" + run}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_CONFIG_HOME=" + ws, "XDG_RUNTIME_DIR=" + run}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	return cmd
 }
