@@ -30,7 +30,7 @@ func initSignalled(ctx context.Context, s *suite) error {
 		return err
 	}
 	defer w.w.Close()
-	res, err := w.run(ctx, &execworld.Cmd{Argv: []string{"/bin/sh", "-c", `"$0" siginit; sleep 1; exit 42`, w.probe}})
+	res, err := w.run(ctx, &execworld.Cmd{Argv: []string{"/bin/sh", "-c", `"$0" siginit; "$0" forgeinit; sleep 1; exit 42`, w.probe}})
 	if err != nil {
 		return fmt.Errorf("after signalling PID 1 from inside, the command's status was lost: %w", err)
 	}

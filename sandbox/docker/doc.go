@@ -13,9 +13,10 @@
 //
 // Network: every world runs with docker's network mode "none" — loopback
 // only, no route to the host, to other worlds or anywhere, no resolver.
-// A world with Egress gets a unix socket served by Spec.Egress, mounted
-// read-only inside, and an in-world forwarder (started through the init)
-// from 127.0.0.1:3128 to it; HTTP_PROXY points there (egress.go). This
+// A world with Egress gets a unix socket, mounted read-only inside, where
+// the init makes its one egress broker connection (accepted only from the
+// container's PID 1, then the socket is removed); the init's relay listens
+// on 127.0.0.1:3128 and HTTP_PROXY points there (egress.go). This
 // replaced an internal bridge network per world after measuring it
 // (docs/BENCHMARKS.md): joining a user-defined network costs about a
 // whole `docker run --rm` more per world, and such a network still routes

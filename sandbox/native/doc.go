@@ -21,11 +21,13 @@
 //     binaries) that is impossible, so the changes are made on the one
 //     locked thread that then re-executes the binary for stage 2; execve
 //     leaves exactly that thread.
-//  2. Serve (already confined): the init marks itself non-dumpable,
-//     starts the egress forwarder (127.0.0.1:port inside to the world's
-//     unix socket outside), creates the OS threads it will need (so a
-//     fork bomb at the pids limit cannot make the Go runtime fail to
-//     start one) and serves package pid1 over its stdin/stdout.
+//  2. Serve (already confined): pid1.Run marks the init non-dumpable,
+//     starts the egress relay (127.0.0.1:port inside, its streams from
+//     the broker connection the init inherits as descriptor fdBroker)
+//     and installs the world filter; the init creates the OS threads it
+//     will need (so a fork bomb at the pids limit cannot make the Go
+//     runtime fail to start one) and serves package pid1 over its
+//     stdin/stdout.
 //
 // DSH_NATIVE_TRACE=1 in dsh's environment makes the init print how long
 // each setup step took to Options.Stderr.

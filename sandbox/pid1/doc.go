@@ -63,6 +63,12 @@
 //     session or group of its own escapes Signal (not the final kill);
 //     killing a whole tree on timeout is the driver's cgroup's job.
 //
+// Before it serves, [Run] sets up what a driver's [Config] names, the same
+// for every driver: the egress relay (the world's one proxy address on its
+// loopback, each connection joined to a stream from the egress broker,
+// sandbox.ServeEgress) and then the world filter (filter.go), which every
+// process of the world inherits.
+//
 // The init is the untrusted side: it runs inside the sandbox. The client
 // bounds every message it reads from it and never trusts its pids for
 // anything but reporting.

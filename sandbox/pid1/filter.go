@@ -23,8 +23,16 @@ import (
 // that door. Socket pairs stay (pipelines, runtimes and event loops use
 // them), but only the connection-oriented types, which cannot be
 // re-addressed to a host socket as a datagram socket can. Also refused:
-// TIOCSTI and TIOCLINUX, which push input into a terminal, and io_uring,
-// whose operations would bypass every per-syscall rule here.
+// TIOCSTI and TIOCLINUX, which push input into a terminal; io_uring,
+// whose operations would bypass every per-syscall rule here; and every
+// way to send the init (PID 1, process group 1) a signal whose si_code
+// is not SI_USER or SI_TKILL — rt_sigqueueinfo and rt_tgsigqueueinfo to
+// pid 1, pidfd_send_signal with a siginfo, F_SETOWN to 1 or -1 and
+// F_SETOWN_EX, FIOSETOWN and SIOCSPGRP, and clone with CLONE_PARENT (a
+// child of the init's whose exit signal the caller picks) — because Go's
+// runtime takes such a SIGSEGV, SIGBUS or SIGILL for a fault of its own
+// and crashes (see signals.go); clone3, whose flags a filter cannot
+// read, fails with ENOSYS, so C libraries and Go fall back to clone.
 
 // seccomp_data offsets (include/uapi/linux/seccomp.h); arguments are 64
 // bits wide, and the kernel reads only the low half of the int arguments
@@ -37,6 +45,10 @@ const (
 	offArg1 = 24
 	offArg2 = 32
 )
+
+// fioSetOwn is FIOSETOWN (uapi asm-generic/sockios.h), which x/sys/unix
+// does not name; SIOCSPGRP is its socket twin.
+const fioSetOwn = 0x8901
 
 // x32Bit marks x32 system calls on amd64: the same architecture value,
 // other numbers.
@@ -82,7 +94,8 @@ func worldFilter(unixSockets bool) ([]bpf.RawInstruction, error) {
 	if !ok {
 		return nil, fmt.Errorf("the world filter supports amd64 and arm64, not %s", runtime.GOARCH)
 	}
-	unixAction := retErrno(unix.EPERM)
+	eperm := retErrno(unix.EPERM)
+	unixAction := eperm
 	if unixSockets {
 		unixAction = retAllow
 	}
@@ -119,10 +132,43 @@ func worldFilter(unixSockets bool) ([]bpf.RawInstruction, error) {
 	}
 	ioctl := cat(
 		[]bpf.Instruction{bpf.LoadAbsolute{Off: offArg1, Size: 4}},
-		retIf(unix.TIOCSTI, retErrno(unix.EPERM)),
-		retIf(unix.TIOCLINUX, retErrno(unix.EPERM)),
+		retIf(unix.TIOCSTI, eperm),
+		retIf(unix.TIOCLINUX, eperm),
+		retIf(fioSetOwn, eperm),
+		retIf(unix.SIOCSPGRP, eperm),
 		[]bpf.Instruction{bpf.RetConstant{Val: retAllow}},
 	)
+	// pid (or tgid) 1: the init.
+	toInit := cat(
+		[]bpf.Instruction{bpf.LoadAbsolute{Off: offArg0, Size: 4}},
+		retIf(1, eperm),
+		[]bpf.Instruction{bpf.RetConstant{Val: retAllow}},
+	)
+	pidfdSignal := []bpf.Instruction{ // a siginfo (arg2) of the caller's making
+		bpf.LoadAbsolute{Off: offArg2, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0, SkipTrue: 2},
+		bpf.LoadAbsolute{Off: offArg2 + 4, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
+		bpf.RetConstant{Val: eperm},
+		bpf.RetConstant{Val: retAllow},
+	}
+	fcntl := cat(
+		[]bpf.Instruction{bpf.LoadAbsolute{Off: offArg1, Size: 4}},
+		retIf(unix.F_SETOWN_EX, eperm),
+		[]bpf.Instruction{
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.F_SETOWN, SkipTrue: 5},
+			bpf.LoadAbsolute{Off: offArg2, Size: 4},
+		},
+		retIf(1, eperm),
+		retIf(0xffffffff, eperm), // -1: process group 1
+		[]bpf.Instruction{bpf.RetConstant{Val: retAllow}},
+	)
+	clone := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: offArg0, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.CLONE_PARENT, SkipFalse: 1},
+		bpf.RetConstant{Val: eperm},
+		bpf.RetConstant{Val: retAllow},
+	}
 	prog := cat(
 		[]bpf.Instruction{
 			bpf.LoadAbsolute{Off: offArch, Size: 4},
@@ -135,6 +181,12 @@ func worldFilter(unixSockets bool) ([]bpf.RawInstruction, error) {
 		onSyscall(unix.SYS_SOCKET, socket),
 		onSyscall(unix.SYS_SOCKETPAIR, pair),
 		onSyscall(unix.SYS_IOCTL, ioctl),
+		onSyscall(unix.SYS_RT_SIGQUEUEINFO, toInit),
+		onSyscall(unix.SYS_RT_TGSIGQUEUEINFO, toInit),
+		onSyscall(unix.SYS_PIDFD_SEND_SIGNAL, pidfdSignal),
+		onSyscall(unix.SYS_FCNTL, fcntl),
+		onSyscall(unix.SYS_CLONE, clone),
+		retIf(unix.SYS_CLONE3, retErrno(unix.ENOSYS)),
 		retIf(unix.SYS_IO_URING_SETUP, retErrno(unix.EPERM)),
 		retIf(unix.SYS_IO_URING_ENTER, retErrno(unix.EPERM)),
 		retIf(unix.SYS_IO_URING_REGISTER, retErrno(unix.EPERM)),

@@ -67,21 +67,23 @@ func Run(cfg *Config) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "dsh-init")
-	if err := cfg.setUp(log); err != nil {
-		fmt.Fprintln(os.Stderr, "dsh __init: setting up the world:", err)
-		return 1
-	}
 	conn := JoinConn(pollable(0, "stdin"), pollable(1, "stdout"))
 	// No signal from the world ends the init (see absorbSignals). Outside
 	// a pid namespace, a request to stop ends the session as if the client
 	// had closed it, so everything is killed and reaped; without this, Go
-	// would exit at once and leave the children running.
+	// would exit at once and leave the children running. Before setUp,
+	// whose Ready may tell the driver the init is complete (native counts
+	// its threads then).
 	if stop := absorbSignals(log, os.Getpid() == 1); stop != nil {
 		go func() {
 			sig := <-stop
 			log.Warn("terminating on signal; killing every process", "signal", sig)
 			conn.Close()
 		}()
+	}
+	if err := cfg.setUp(log); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh __init: setting up the world:", err)
+		return 1
 	}
 	if err := Serve(conn, &ServeOptions{Logger: log, oom: oom}); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh __init:", err)

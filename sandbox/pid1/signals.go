@@ -32,6 +32,15 @@ func resetIgnoredSignals() {
 	}
 }
 
+// fatalSignals end or crash a Go program when another process sends them
+// and nothing was Notified (the runtime's sigtable: _SigKill, _SigThrow,
+// _SigPanic).
+var fatalSignals = []os.Signal{
+	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP,
+	syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGTERM,
+	syscall.SIGSTKFLT, syscall.SIGSYS,
+}
+
 // stopSignals are the requests to stop that an init outside a pid
 // namespace of its own obeys; see absorbSignals.
 var stopSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
@@ -42,24 +51,24 @@ var stopSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
 //
 // As PID 1 of its own pid namespace, the kernel drops SIGKILL and SIGSTOP
 // sent from inside the namespace, and every signal for which the init has
-// no handler; the Go runtime has a handler for almost every signal and by
-// default exits on SIGTERM, SIGINT and SIGHUP, and crashes (dumping the
-// init's goroutines) on SIGQUIT, SIGABRT, SIGTRAP, SIGSYS, and on SIGSEGV,
-// SIGBUS, SIGFPE and SIGILL when a process sends them (si_code <= 0, which
-// no other process can forge). Notify turns each of those into a
-// delivery to a channel drained here, on any thread the sender picks
-// (tgkill); a real fault of the init still crashes it, since the runtime
-// queues only signals sent by a process. Signals 32 and 34 have no
-// handler and are dropped by the kernel. SIGKILL from outside the
-// namespace (the driver's own stop, docker rm -f, the OOM killer) still
-// ends the init, and so does closing its connection — how drivers stop
-// worlds. As PID 1 the init obeys no stop signal: the world's processes
-// share its uid and could send one.
+// no handler. The Go runtime has a handler for almost every signal; of
+// those, it exits on SIGHUP, SIGINT and SIGTERM, and crashes (dumping the
+// init's goroutines) on SIGQUIT, SIGABRT, SIGILL, SIGTRAP, SIGSTKFLT and
+// SIGSYS, and on SIGSEGV, SIGBUS and SIGFPE when a process sent them
+// (si_code SI_USER or SI_TKILL); on every other signal it does nothing
+// unless asked (its sigtable), so only those are Notified here — enabling
+// a signal the runtime tracks costs a hand-off to its signal thread, and
+// the rest cost nothing as they are. A notified signal is delivered to a
+// channel drained here, on any thread the sender picks (tgkill); a real
+// fault of the init still crashes it. Signals a process could send with
+// another si_code (rt_sigqueueinfo, pidfd_send_signal with a siginfo,
+// F_SETOWN/F_SETSIG, a CLONE_PARENT child's exit signal), which the
+// runtime would take for a fault, are refused by the world filter
+// (filter.go). SIGKILL from outside the namespace (the driver's own stop,
+// docker rm -f, the OOM killer) still ends the init, and so does closing
+// its connection — how drivers stop worlds. As PID 1 the init obeys no
+// stop signal: the world's processes share its uid and could send one.
 //
-// Not PID 1 (tests; a runtime that puts another init first), the world's
-// processes are in the init's pid namespace and could kill it with
-// SIGKILL anyway, so nothing is protected; SIGTERM, SIGINT and SIGHUP then
-// stop it as a closed connection does, killing everything it started.
 func absorbSignals(log *slog.Logger, asPID1 bool) <-chan os.Signal {
 	var stop chan os.Signal
 	if !asPID1 {
@@ -67,17 +76,13 @@ func absorbSignals(log *slog.Logger, asPID1 bool) <-chan os.Signal {
 		signal.Notify(stop, stopSignals...)
 	}
 	absorbed := make(chan os.Signal, 8)
-	for sig := syscall.Signal(1); sig <= 64; sig++ {
-		switch {
-		case sig == syscall.SIGKILL, sig == syscall.SIGSTOP:
-			continue // cannot be caught
-		case sig == syscall.SIGCHLD, sig == syscall.SIGURG, sig == syscall.SIGPROF:
-			continue // the reaper's, and the runtime's own (harmless when sent)
-		case !asPID1 && slices.Contains(stopSignals, os.Signal(sig)):
-			continue
+	var sigs []os.Signal
+	for _, sig := range fatalSignals {
+		if asPID1 || !slices.Contains(stopSignals, sig) {
+			sigs = append(sigs, sig)
 		}
-		signal.Notify(absorbed, sig)
 	}
+	signal.Notify(absorbed, sigs...)
 	go func() {
 		for sig := range absorbed {
 			log.Debug("ignored a signal sent to the init", "signal", sig)

@@ -26,14 +26,7 @@ var initSignals = []unix.Signal{
 // refuses unless PID 1 is a dsh init: without a pid namespace of its own
 // the world's PID 1 is the host's init, which must never be signalled.
 func siginit() {
-	cmdline, err := os.ReadFile("/proc/1/cmdline")
-	if err != nil {
-		fmt.Printf("not-init reading /proc/1/cmdline: %v\n", oneLine(err))
-		return
-	}
-	args := bytes.Split(cmdline, []byte{0})
-	if len(args) < 2 || (string(args[1]) != "__init" && string(args[1]) != "__native-init") {
-		fmt.Printf("not-init %q\n", bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	if !pid1IsDshInit() {
 		return
 	}
 	for _, sig := range initSignals {
@@ -51,6 +44,22 @@ func siginit() {
 	}
 	// Delivery is asynchronous: give a dying init time to die.
 	time.Sleep(500 * time.Millisecond)
+}
+
+// pid1IsDshInit reports whether PID 1 is a dsh init, saying "not-init"
+// when it is not.
+func pid1IsDshInit() bool {
+	cmdline, err := os.ReadFile("/proc/1/cmdline")
+	if err != nil {
+		fmt.Printf("not-init reading /proc/1/cmdline: %v\n", oneLine(err))
+		return false
+	}
+	args := bytes.Split(cmdline, []byte{0})
+	if len(args) < 2 || (string(args[1]) != "__init" && string(args[1]) != "__native-init") {
+		fmt.Printf("not-init %q\n", bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		return false
+	}
+	return true
 }
 
 func errText(err error) string {

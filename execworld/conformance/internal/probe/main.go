@@ -75,6 +75,8 @@ func main() {
 		meta(args)
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "forgeinit":
+		forgeinit()
 	case "siginit":
 		siginit()
 	default:
