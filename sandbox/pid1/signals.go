@@ -68,7 +68,6 @@ var stopSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
 // docker rm -f, the OOM killer) still ends the init, and so does closing
 // its connection — how drivers stop worlds. As PID 1 the init obeys no
 // stop signal: the world's processes share its uid and could send one.
-//
 func absorbSignals(log *slog.Logger, asPID1 bool) <-chan os.Signal {
 	var stop chan os.Signal
 	if !asPID1 {

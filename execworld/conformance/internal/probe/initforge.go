@@ -62,4 +62,3 @@ func errnoText(e unix.Errno) string {
 	}
 	return e.Error()
 }
-
