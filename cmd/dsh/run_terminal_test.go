@@ -48,6 +48,26 @@ func tiocstiAgent(marker string) {
 	}
 }
 
+// agentIn copies this test binary into dir, for a test's world to run:
+// an init function of the test makes it the agent an environment variable
+// names. It returns the copy's path.
+func agentIn(t *testing.T, dir string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := filepath.Join(dir, "agent")
+	if err := os.WriteFile(agent, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return agent
+}
+
 // onTerminalToEnd runs dsh with args on a terminal as onTerminal does,
 // and returns everything the terminal showed, dsh's status and the bytes
 // left in the terminal's input, which the user's shell would read next.
@@ -96,19 +116,8 @@ func TestRunNoHostTerminal(t *testing.T) {
 		t.Errorf("exec 3</dev/tty inside: status %d, terminal showed %q; want it to fail with ENXIO (no controlling terminal)", code, shown)
 	}
 
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := t.TempDir()
-	agent := filepath.Join(ws, "agent")
-	if err := os.WriteFile(agent, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	agent := agentIn(t, ws)
 	const marker = "touch-dsh-escaped"
 	shown, code, pending := onTerminalToEnd(t, "run", "--workspace", ws, "--env", tiocstiEnv+"="+marker, "--", agent)
 	if code != 0 || !strings.Contains(shown, "tiocsti fd2") {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,19 +51,8 @@ func TestRunUnixSockets(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := t.TempDir()
-	agent := filepath.Join(ws, "agent")
-	if err := os.WriteFile(agent, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	agent := agentIn(t, ws)
 	for _, c := range []struct {
 		flags []string
 		want  string

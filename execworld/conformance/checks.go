@@ -544,13 +544,7 @@ func checkPids(ctx context.Context, s *suite) error {
 
 func checkMemory(ctx context.Context, s *suite) error {
 	const limit = 64 << 20
-	w, err := s.open(ctx, func(sp *sandbox.Spec) {
-		n := int64(limit)
-		if sp.Resources == nil {
-			sp.Resources = &specs.LinuxResources{}
-		}
-		sp.Resources.Memory = &specs.LinuxMemory{Limit: &n}
-	})
+	w, err := s.openWithMemory(ctx, limit)
 	if err != nil {
 		return err
 	}
@@ -574,6 +568,16 @@ func checkMemory(ctx context.Context, s *suite) error {
 		return fmt.Errorf("the OOM kill reached beyond its world: %v", err)
 	}
 	return nil
+}
+
+// openWithMemory opens a world whose memory limit is limit bytes.
+func (s *suite) openWithMemory(ctx context.Context, limit int64) (*world, error) {
+	return s.open(ctx, func(sp *sandbox.Spec) {
+		if sp.Resources == nil {
+			sp.Resources = &specs.LinuxResources{}
+		}
+		sp.Resources.Memory = &specs.LinuxMemory{Limit: &limit}
+	})
 }
 
 // alive checks that w still runs a command.

@@ -6,10 +6,7 @@ import (
 	"strings"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"github.com/dsh-dev/dsh/execworld"
-	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // checkInit: nothing a world's processes do ends its init. They signal
@@ -48,13 +45,7 @@ func initSignalled(ctx context.Context, s *suite) error {
 
 func initUnderTmpfsOOM(ctx context.Context, s *suite) error {
 	const limit = 64 << 20
-	w, err := s.open(ctx, func(sp *sandbox.Spec) {
-		n := int64(limit)
-		if sp.Resources == nil {
-			sp.Resources = &specs.LinuxResources{}
-		}
-		sp.Resources.Memory = &specs.LinuxMemory{Limit: &n}
-	})
+	w, err := s.openWithMemory(ctx, limit)
 	if err != nil {
 		return err
 	}

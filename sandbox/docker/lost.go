@@ -2,32 +2,10 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/dsh-dev/dsh/sandbox"
-	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
-
-// lostProcess is a process of a world whose Wait says what the daemon
-// knows of the container when the init's connection ended before the
-// exit report.
-type lostProcess struct {
-	sandbox.Process
-	fate func() string
-}
-
-func (p *lostProcess) Wait() (sandbox.ExitStatus, error) {
-	st, err := p.Process.Wait()
-	if errors.Is(err, pid1.ErrConnLost) {
-		if why := p.fate(); why != "" {
-			err = fmt.Errorf("%w: %s", err, why)
-		}
-	}
-	return st, err
-}
 
 // containerFate describes the end of a world's container once.
 type containerFate struct {

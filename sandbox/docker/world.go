@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
 
 // closeTimeout bounds the whole teardown of one world.
@@ -75,7 +76,7 @@ func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Proce
 	if err != nil {
 		return nil, err
 	}
-	return &lostProcess{Process: proc, fate: w.fate.describe}, nil
+	return pid1.ExplainLoss(proc, w.fate.describe), nil
 }
 
 // Close kills every process (closing the init's connection makes it

@@ -61,7 +61,7 @@ func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.P
 	if err != nil {
 		return nil, err
 	}
-	return &lostProcess{Process: proc, fate: in.fate.describe}, nil
+	return pid1.ExplainLoss(proc, in.fate.describe), nil
 }
 
 // Close kills every process of the world and removes its cgroup, egress

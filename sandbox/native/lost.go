@@ -2,7 +2,6 @@ package native
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,9 +13,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/dsh-dev/dsh/sandbox"
-	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
 
 // protectInit lowers the init's oom_score_adj to -1000, so the OOM killer
@@ -25,21 +21,6 @@ import (
 // and its processes begin 1000 above it. Called before the init runs.
 func protectInit(pid int) {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid), []byte("-1000"), 0)
-}
-
-// lostProcess is a process of a world whose Wait says what became of the
-// init when the connection ended before the exit report.
-type lostProcess struct {
-	sandbox.Process
-	fate func() string
-}
-
-func (p *lostProcess) Wait() (sandbox.ExitStatus, error) {
-	st, err := p.Process.Wait()
-	if errors.Is(err, pid1.ErrConnLost) {
-		err = fmt.Errorf("%w: %s", err, p.fate())
-	}
-	return st, err
 }
 
 // initFate describes the end of the init pid, whose connection was lost,
