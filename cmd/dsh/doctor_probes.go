@@ -19,14 +19,27 @@ func driverNamesForDoctor() []string { return []string{"native", "docker", "host
 func probeDriver(ctx context.Context, name string, cfg *config.Config) driverReport {
 	switch name {
 	case "native":
-		return probeNative(ctx, cfg.Sandbox.Limits.Off, cfg.Sandbox.Masks, cfg.Sandbox.Home.Allow)
+		rep := probeNative(ctx, cfg.Sandbox.Limits.Off, cfg.Sandbox.Masks, cfg.Sandbox.Home.Allow)
+		rep.Checks = append(rep.Checks, worldFilterCheck(cfg.Sandbox.UnixSockets))
+		return rep
 	case "docker":
-		return probeDocker(ctx, cfg.Sandbox.Image)
+		rep := probeDocker(ctx, cfg.Sandbox.Image)
+		rep.Checks = append(rep.Checks, worldFilterCheck(cfg.Sandbox.UnixSockets))
+		return rep
 	case "host":
 		return driverReport{Name: "host", Confines: false, Ready: true,
 			Checks: []check{{Name: "unconfined", OK: true, Detail: "no confinement at all; development only"}}}
 	}
 	return driverReport{Name: name, Confines: true, Problem: "dsh has no probe for this driver"}
+}
+
+// worldFilterCheck states what keeps host unix sockets out of reach in
+// every confining driver: the init's world filter (package pid1).
+func worldFilterCheck(unixSockets bool) check {
+	if unixSockets {
+		return check{Name: "unix sockets", OK: false, Detail: "allowed (sandbox.unix_sockets): a world can connect to any host unix socket in its view that its identity may write, its workspace's too"}
+	}
+	return check{Name: "unix sockets", OK: true, Detail: "refused by the init's seccomp filter (socket(AF_UNIX) fails), so no host unix socket is reachable, wherever it is; only inet, inet6 and route netlink sockets are made (sandbox.unix_sockets: true opts out)"}
 }
 
 func probeDocker(ctx context.Context, image string) driverReport {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
@@ -68,5 +69,43 @@ func TestDoctorSeesDockerAndNative(t *testing.T) {
 	}
 	if !rep.OK {
 		t.Error("report not OK although the configured driver (native) is ready")
+	}
+}
+
+// TestDoctorStatesTheUnixSocketMechanism: doctor says, for each confining
+// driver, what keeps host unix sockets out of reach, and flags the
+// opt-out when the configuration takes it.
+func TestDoctorStatesTheUnixSocketMechanism(t *testing.T) {
+	for _, c := range []struct {
+		env    string
+		ok     bool
+		detail string
+	}{
+		{"false", true, "refused by the init's seccomp filter"},
+		{"true", false, "allowed (sandbox.unix_sockets)"},
+	} {
+		t.Setenv("DSH_SANDBOX_UNIX_SOCKETS", c.env)
+		out, _ := runDsh(t, "doctor", "--json")
+		var rep doctorReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("dsh doctor --json is not JSON: %v\n%s", err, out)
+		}
+		for _, d := range rep.Drivers {
+			if !d.Confines {
+				continue
+			}
+			var found bool
+			for _, ch := range d.Checks {
+				if ch.Name == "unix sockets" {
+					found = true
+					if ch.OK != c.ok || !strings.Contains(ch.Detail, c.detail) {
+						t.Errorf("unix_sockets=%s: %s: unix sockets check %v %q, want %v and %q", c.env, d.Name, ch.OK, ch.Detail, c.ok, c.detail)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("unix_sockets=%s: %s reports no unix sockets check", c.env, d.Name)
+			}
+		}
 	}
 }
