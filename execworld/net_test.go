@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/execworld/execworldtest"
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/netpolicy/proxy"
 )
 
 func TestNetFollowsTheWorldsPolicy(t *testing.T) {
@@ -62,11 +63,11 @@ func TestEgressProxyIsWired(t *testing.T) {
 		t.Fatal("the driver got no egress server")
 	}
 	res := run(t, w, &execworld.Cmd{Argv: []string{"/bin/sh", "-c", `printf %s "$HTTP_PROXY"`}})
-	proxy, err := url.Parse(res.Stdout.String())
-	if err != nil || proxy.Host == "" {
+	proxyURL, err := url.Parse(res.Stdout.String())
+	if err != nil || proxyURL.Host == "" {
 		t.Fatalf("HTTP_PROXY inside = %q", res.Stdout.String())
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
 	resp, err := client.Get(allowed.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestEgressProxyIsWired(t *testing.T) {
 	}
 	var verdicts []string
 	for _, l := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
-		var rec netpolicy.AuditRecord
+		var rec proxy.AuditRecord
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			t.Fatalf("audit line %q: %v", l, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/netpolicy/proxy"
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
@@ -54,7 +55,7 @@ type Options struct {
 	// If nil, none are written.
 	Audit io.Writer
 	// ProxyMetrics, if set, counts the proxy's decisions and bytes.
-	ProxyMetrics *netpolicy.ProxyMetrics
+	ProxyMetrics *proxy.Metrics
 	// Logger receives operational errors. If nil, they are discarded.
 	Logger *slog.Logger
 }
@@ -74,7 +75,7 @@ type World struct {
 	backend string
 	spec    *sandbox.Spec
 	inst    sandbox.Instance
-	proxy   *netpolicy.Proxy
+	proxy   *proxy.Proxy
 	log     *slog.Logger
 
 	mu      sync.Mutex // guards the fields below
@@ -135,9 +136,9 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 
 	spec.Egress = nil
 	if opts.Egress != nil {
-		w.proxy = netpolicy.NewProxy(
+		w.proxy = proxy.New(
 			&netpolicy.Dialer{Policy: opts.Egress, Resolver: opts.Resolver},
-			&netpolicy.ProxyOptions{World: id, Audit: opts.Audit, Metrics: opts.ProxyMetrics, Logger: w.log},
+			&proxy.Options{World: id, Audit: opts.Audit, Metrics: opts.ProxyMetrics, Logger: w.log},
 		)
 		spec.Egress = w.proxy
 	}

@@ -4,9 +4,9 @@
 // endpoints, explicit deny, names no name rule could allow,
 // special-purpose address ranges, explicit allow, the default) and every
 // Decision carries its reason and rule. The guarded Dialer resolves,
-// checks every address, and dials only the address it checked; the
-// egress Proxy applies a world's Policy to the traffic of the processes
-// inside it.
+// checks every address, and dials only the address it checked. The
+// egress proxy that applies a world's Policy to the traffic of the
+// processes inside it is the subpackage netpolicy/proxy.
 //
 // # Names and DNS
 //
@@ -56,5 +56,6 @@
 // control characters are invalid. "localhost" and names under
 // ".localhost" are loopback (RFC 6761) and never resolved.
 //
-// netpolicy imports only the standard library and metrics packages.
+// netpolicy imports only the standard library; metrics live with the
+// proxy.
 package netpolicy

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/netpolicy/proxy"
 )
 
 // Every byte here travels over loopback between listeners this binary
@@ -54,7 +55,7 @@ func runChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	p := netpolicy.NewProxy(&netpolicy.Dialer{Policy: pol}, &netpolicy.ProxyOptions{World: "bench", MaxConnsPerWorld: 4096})
+	p := proxy.New(&netpolicy.Dialer{Policy: pol}, &proxy.Options{World: "bench", MaxConnsPerWorld: 4096})
 	go p.Serve(l)
 	fmt.Println(l.Addr())
 	io.Copy(io.Discard, os.Stdin)

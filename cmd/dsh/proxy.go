@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/netpolicy/proxy"
 )
 
 // proxyDrainTimeout is how long dsh proxy waits for open tunnels and
@@ -90,7 +91,7 @@ func runProxy(cmd *cobra.Command, _ []string) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	metrics, err := netpolicy.NewProxyMetrics(reg)
+	metrics, err := proxy.NewMetrics(reg)
 	if err != nil {
 		return exitf(1, "%v", err)
 	}
@@ -117,7 +118,7 @@ func runProxy(cmd *cobra.Command, _ []string) error {
 	if ta, ok := addrOf(ml).(*net.TCPAddr); ok {
 		private = append(private, ta.AddrPort())
 	}
-	p := netpolicy.NewProxy(&netpolicy.Dialer{Policy: pol}, &netpolicy.ProxyOptions{
+	p := proxy.New(&netpolicy.Dialer{Policy: pol}, &proxy.Options{
 		World:   world,
 		Private: private, // the metrics listener is never a destination
 		Audit:   audit,
@@ -148,7 +149,7 @@ func runProxy(cmd *cobra.Command, _ []string) error {
 	if err := p.Shutdown(sctx); err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "dsh proxy: closed connections still open after %v\n", proxyDrainTimeout)
 	}
-	if serveErr != nil && !errors.Is(serveErr, netpolicy.ErrProxyClosed) && !errors.Is(serveErr, http.ErrServerClosed) {
+	if serveErr != nil && !errors.Is(serveErr, proxy.ErrClosed) && !errors.Is(serveErr, http.ErrServerClosed) {
 		return exitf(1, "serving: %v", serveErr)
 	}
 	return nil

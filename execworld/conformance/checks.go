@@ -22,7 +22,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/dsh-dev/dsh/execworld"
-	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/netpolicy/proxy"
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
@@ -502,7 +502,7 @@ func checkEgress(ctx context.Context, s *suite) error {
 	_, deniedPort, _ := net.SplitHostPort(hostPort(s.denied.URL))
 	_, allowedPort, _ := net.SplitHostPort(hostPort(s.allowed.URL))
 	for _, l := range lines(s.audit.String()) {
-		var rec netpolicy.AuditRecord
+		var rec proxy.AuditRecord
 		if json.Unmarshal([]byte(l), &rec) != nil || rec.World != w.w.ID {
 			continue
 		}

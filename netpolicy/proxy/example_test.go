@@ -1,4 +1,4 @@
-package netpolicy_test
+package proxy_test
 
 import (
 	"context"
@@ -10,25 +10,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/netpolicy/proxy"
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // A Proxy is what a sandbox driver serves the world's egress with.
-var _ sandbox.EgressServer = (*netpolicy.Proxy)(nil)
+var _ sandbox.EgressServer = (*proxy.Proxy)(nil)
 
 // One proxy per world: the world's policy in its Dialer, a listener only
 // that world can reach (here a unix socket, as the native driver uses),
 // audit lines to stdout and metrics on the caller's registry.
-func ExampleNewProxy() {
+func ExampleNew() {
 	pol, err := netpolicy.New(netpolicy.Config{Allow: []string{"proxy.golang.org:443", "*.githubusercontent.com:443"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	metrics, err := netpolicy.NewProxyMetrics(prometheus.NewRegistry())
+	metrics, err := proxy.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		log.Fatal(err)
 	}
-	p := netpolicy.NewProxy(&netpolicy.Dialer{Policy: pol}, &netpolicy.ProxyOptions{
+	p := proxy.New(&netpolicy.Dialer{Policy: pol}, &proxy.Options{
 		World:   "build-42",
 		Audit:   os.Stdout,
 		Metrics: metrics,

@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // Reasons the proxy itself gives, beside the Policy's.
@@ -24,13 +26,18 @@ const (
 // kernel sends anything, when they would reach the proxy itself (a
 // request loop, or a way to reach the proxy's other listeners). The check
 // runs in the Dialer's OnConnect hook, on the address being connected, so
-// it holds whatever a name resolves to.
-func (p *Proxy) guardDialer(d *Dialer) *Dialer {
+// it holds whatever a name resolves to. A nil Policy denies everything,
+// as it does in any Dialer; the copy spells it out, so that dialTarget can
+// judge the address connected to with g.Policy.
+func (p *Proxy) guardDialer(d *netpolicy.Dialer) *netpolicy.Dialer {
 	g := *d
+	if g.Policy == nil {
+		g.Policy = netpolicy.MustNew(netpolicy.SandboxDefault())
+	}
 	next := d.OnConnect
 	g.OnConnect = func(network string, ap netip.AddrPort) error {
 		if p.isSelf(ap) {
-			return &DeniedError{Decision: Decision{Verdict: Deny, Stage: StageDeny, Rule: ruleSelf, Addr: ap.Addr(), Port: ap.Port(),
+			return &netpolicy.DeniedError{Decision: netpolicy.Decision{Verdict: netpolicy.Deny, Stage: netpolicy.StageDeny, Rule: ruleSelf, Addr: ap.Addr(), Port: ap.Port(),
 				Reason: fmt.Sprintf("%s is the proxy's own address", ap)}}
 		}
 		if next != nil {
@@ -45,25 +52,25 @@ func (p *Proxy) guardDialer(d *Dialer) *Dialer {
 // resolves the name, judges every address, and connects only to an
 // address it judged. It returns the Decision that allowed the connection
 // (the Policy's judgement of the address connected to), for the audit.
-func (p *Proxy) dialTarget(ctx context.Context, w *world, address string) (net.Conn, Decision, error) {
+func (p *Proxy) dialTarget(ctx context.Context, w *world, address string) (net.Conn, netpolicy.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.ConnectTimeout)
 	defer cancel()
 	c, err := w.d.DialContext(ctx, "tcp", address)
 	if err != nil {
-		return nil, Decision{}, err
+		return nil, netpolicy.Decision{}, err
 	}
-	var dec Decision
+	var dec netpolicy.Decision
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		host, _, _ := net.SplitHostPort(address)
 		ap := ta.AddrPort()
-		dec = w.d.policy().Decide(host, ap.Addr().Unmap(), ap.Port())
+		dec = w.d.Policy.Decide(host, ap.Addr().Unmap(), ap.Port())
 	}
 	return c, dec, nil
 }
 
 // answerDenied writes the 403 of a denial, with the reason in
 // X-Dsh-Deny-Reason and a body that says what was refused and why.
-func (cc *clientConn) answerDenied(dec Decision, target string) {
+func (cc *clientConn) answerDenied(dec netpolicy.Decision, target string) {
 	rule := ""
 	if dec.Rule != "" {
 		rule = " [rule " + dec.Rule + "]"
@@ -76,7 +83,7 @@ func (cc *clientConn) answerDenied(dec Decision, target string) {
 // answerDialError writes the answer to a failed dial (a denial, a bad
 // host, a resolution or connection failure) and fills rec.
 func (cc *clientConn) answerDialError(rec *AuditRecord, err error, target string) {
-	var de *DeniedError
+	var de *netpolicy.DeniedError
 	if errors.As(err, &de) {
 		rec.setDecision(de.Decision)
 		rec.Status = http.StatusForbidden
@@ -86,7 +93,7 @@ func (cc *clientConn) answerDialError(rec *AuditRecord, err error, target string
 	rec.Verdict = verdictDenyName
 	rec.Error = err.Error()
 	switch {
-	case errors.Is(err, ErrInvalidTarget):
+	case errors.Is(err, netpolicy.ErrInvalidTarget):
 		rec.Reason, rec.Status = reasonMalformed, http.StatusBadRequest
 	case isDNSError(err):
 		rec.Reason, rec.Status = reasonResolve, http.StatusBadGateway

@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"fmt"
@@ -6,22 +6,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ProxyMetrics are the egress proxy's Prometheus metrics. One value may be
+// Metrics are the egress proxy's Prometheus metrics. One value may be
 // shared by the proxies of several worlds; every series carries the world.
-type ProxyMetrics struct {
+type Metrics struct {
 	decisions *prometheus.CounterVec // world, verdict, reason
 	open      *prometheus.GaugeVec   // world
 	bytes     *prometheus.CounterVec // world, direction (up, down)
 }
 
-// NewProxyMetrics creates the proxy's metrics and registers them on reg:
+// NewMetrics creates the proxy's metrics and registers them on reg:
 //
 //	dsh_proxy_decisions_total{world,verdict,reason}
 //	dsh_proxy_open_connections{world}
 //	dsh_proxy_bytes_total{world,direction}   direction is up (client to
 //	                                         upstream) or down
-func NewProxyMetrics(reg prometheus.Registerer) (*ProxyMetrics, error) {
-	m := &ProxyMetrics{
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dsh_proxy_decisions_total",
 			Help: "Egress decisions of the proxy, by world, verdict and reason.",
@@ -43,7 +43,7 @@ func NewProxyMetrics(reg prometheus.Registerer) (*ProxyMetrics, error) {
 	return m, nil
 }
 
-func (m *ProxyMetrics) decision(world, verdict, reason string) {
+func (m *Metrics) decision(world, verdict, reason string) {
 	if m != nil {
 		m.decisions.WithLabelValues(world, verdict, reason).Inc()
 	}
@@ -51,7 +51,7 @@ func (m *ProxyMetrics) decision(world, verdict, reason string) {
 
 // byteCounters returns the up and down byte counters of a world, looked up
 // once per connection rather than per chunk.
-func (m *ProxyMetrics) byteCounters(world string) (up, down prometheus.Counter) {
+func (m *Metrics) byteCounters(world string) (up, down prometheus.Counter) {
 	if m == nil {
 		return nil, nil
 	}

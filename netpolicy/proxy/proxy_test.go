@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
@@ -12,12 +12,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 func TestProxyConnectTunnelsBytesBothWays(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String(), fmt.Sprintf("echo.test:%d", echo.Port())}},
-		StubResolver{"echo.test": {echo.Addr()}}, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{echo.String(), fmt.Sprintf("echo.test:%d", echo.Port())}},
+		netpolicy.StubResolver{"echo.test": {echo.Addr()}}, nil)
 
 	for _, target := range []string{echo.String(), fmt.Sprintf("echo.test:%d", echo.Port())} {
 		t.Run(target, func(t *testing.T) {
@@ -61,7 +63,7 @@ func TestProxyConnectTunnelsBytesBothWays(t *testing.T) {
 
 func TestProxyDeniesBeforeConnect(t *testing.T) {
 	echo := echoServer(t)
-	stub := StubResolver{
+	stub := netpolicy.StubResolver{
 		"intranet.test":  {netip.MustParseAddr("10.1.2.3")},
 		"meta.test":      {netip.MustParseAddr("169.254.169.254")},
 		"v6private.test": {netip.MustParseAddr("fd00::1")},
@@ -71,7 +73,7 @@ func TestProxyDeniesBeforeConnect(t *testing.T) {
 	}
 	// Default public: everything below is refused for what it is, not
 	// for want of an allow entry. Only the echo server is allowed.
-	env := startProxy(t, Config{Default: "public", Allow: []string{echo.String()}}, stub, nil)
+	env := startProxy(t, netpolicy.Config{Default: "public", Allow: []string{echo.String()}}, stub, nil)
 	p := fmt.Sprint(echo.Port())
 	targets := []string{
 		"10.0.0.1:443", "172.16.0.1:443", "192.168.1.1:80", "100.64.0.1:443",
@@ -114,8 +116,8 @@ func TestProxyDeniesBeforeConnect(t *testing.T) {
 }
 
 func TestProxyRefusesItself(t *testing.T) {
-	env := startProxy(t, Config{Allow: []string{"self.test", "127.0.0.0/8", "::1"}},
-		StubResolver{"self.test": {netip.MustParseAddr("127.0.0.1")}}, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{"self.test", "127.0.0.0/8", "::1"}},
+		netpolicy.StubResolver{"self.test": {netip.MustParseAddr("127.0.0.1")}}, nil)
 	_, port, _ := net.SplitHostPort(env.addr)
 	for _, raw := range []string{
 		"CONNECT " + env.addr + " HTTP/1.1\r\n\r\n",
@@ -138,7 +140,7 @@ func TestProxyRefusesItself(t *testing.T) {
 
 func TestProxyMalformedRequests(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String()}}, nil, &ProxyOptions{MaxHeaderBytes: 1024})
+	env := startProxy(t, netpolicy.Config{Allow: []string{echo.String()}}, nil, &Options{MaxHeaderBytes: 1024})
 	e := echo.String()
 	for _, tc := range []struct {
 		raw  string
@@ -200,8 +202,8 @@ func FuzzProxyRequest(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	env := startProxy(f, Config{}, StubResolver{"example.test": {netip.MustParseAddr("127.0.0.1")}},
-		&ProxyOptions{HeaderTimeout: 2 * time.Second})
+	env := startProxy(f, netpolicy.Config{}, netpolicy.StubResolver{"example.test": {netip.MustParseAddr("127.0.0.1")}},
+		&Options{HeaderTimeout: 2 * time.Second})
 	f.Fuzz(func(t *testing.T, raw string) {
 		c, err := net.Dial("tcp", env.addr)
 		if err != nil {
@@ -237,7 +239,7 @@ func TestProxyUpstreamFailuresAre502(t *testing.T) {
 	}
 	closed := l.Addr().String() // nothing listens here once l is closed
 	l.Close()
-	env := startProxy(t, Config{Allow: []string{closed, "nowhere.test:443"}}, StubResolver{}, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{closed, "nowhere.test:443"}}, netpolicy.StubResolver{}, nil)
 	for _, tc := range []struct {
 		target, reason string
 	}{

@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 plus
@@ -63,7 +65,7 @@ func (cc *clientConn) forward(req *http.Request) (keepAlive bool) {
 		rec.Verdict, rec.Reason, rec.Error = verdictDenyName, reasonMalformed, err.Error()
 		rec.Status = http.StatusBadRequest
 		cc.writeError(rec.Status, rec.Reason, "dsh proxy: "+err.Error()+"\n")
-		p.finish(rec, cc.w)
+		p.finish(rec)
 		return false
 	}
 	rec.Host, rec.Port = t.Host, t.Port
@@ -106,7 +108,7 @@ func (cc *clientConn) forward(req *http.Request) (keepAlive bool) {
 	rec.BytesUp = upBytes.Load()
 	if err != nil {
 		cc.answerDialError(rec, err, target)
-		p.finish(rec, cc.w)
+		p.finish(rec)
 		return false
 	}
 	rec.Status = resp.StatusCode
@@ -155,7 +157,7 @@ func (cc *clientConn) forward(req *http.Request) (keepAlive bool) {
 	} else {
 		uc.close()
 	}
-	p.finish(rec, cc.w)
+	p.finish(rec)
 	return keep
 }
 
@@ -223,17 +225,17 @@ func readFinalResponse(br *bufio.Reader, req *http.Request) (*http.Response, err
 
 // forwardTarget checks that req is absolute-form http and returns its URL
 // and normalised target.
-func (cc *clientConn) forwardTarget(req *http.Request) (*url.URL, Target, error) {
+func (cc *clientConn) forwardTarget(req *http.Request) (*url.URL, netpolicy.Target, error) {
 	uri := req.RequestURI
 	if !strings.Contains(uri, "://") {
-		return nil, Target{}, fmt.Errorf("request target %q is not an absolute URL: this is a forward proxy, send http://host/path (or CONNECT host:port for https)", uri)
+		return nil, netpolicy.Target{}, fmt.Errorf("request target %q is not an absolute URL: this is a forward proxy, send http://host/path (or CONNECT host:port for https)", uri)
 	}
-	u, t, err := ParseURL(uri)
+	u, t, err := netpolicy.ParseURL(uri)
 	if err != nil {
-		return nil, Target{}, fmt.Errorf("request target %q: %w", uri, err)
+		return nil, netpolicy.Target{}, fmt.Errorf("request target %q: %w", uri, err)
 	}
 	if u.Scheme != "http" {
-		return nil, Target{}, fmt.Errorf("request target %q: only http:// is forwarded; use CONNECT for %s", uri, u.Scheme)
+		return nil, netpolicy.Target{}, fmt.Errorf("request target %q: only http:// is forwarded; use CONNECT for %s", uri, u.Scheme)
 	}
 	return u, t, nil
 }

@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
@@ -11,39 +11,34 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
-// ErrProxyClosed is returned by Proxy.Serve after Shutdown or Close.
-var ErrProxyClosed = errors.New("netpolicy: proxy closed")
+// ErrClosed is returned by Proxy.Serve after Shutdown or Close.
+var ErrClosed = errors.New("proxy: closed")
 
 // Default limits of a Proxy.
 const (
-	DefaultProxyMaxHeaderBytes   = 64 << 10
-	DefaultProxyHeaderTimeout    = 30 * time.Second
-	DefaultProxyConnectTimeout   = 10 * time.Second
-	DefaultProxyIdleTimeout      = 5 * time.Minute
-	DefaultProxyMaxConnsPerWorld = 1024
+	DefaultMaxHeaderBytes   = 64 << 10
+	DefaultHeaderTimeout    = 30 * time.Second
+	DefaultConnectTimeout   = 10 * time.Second
+	DefaultIdleTimeout      = 5 * time.Minute
+	DefaultMaxConnsPerWorld = 1024
 )
 
-// ProxyOptions configure a Proxy. The zero value works: world "default",
+// Options configure a Proxy. The zero value works: world "default",
 // no audit log, no metrics and the default limits.
-type ProxyOptions struct {
+type Options struct {
 	// World names the execution world whose traffic this proxy carries. It
 	// appears in every audit record and metric. If empty, "default".
 	World string
-	// Route, if set, picks the world of each connection from its client
-	// address, so one listener can serve several worlds told apart by
-	// source address (docker worlds on one shared internal network). It
-	// returns the world's name and its Dialer; ok false refuses the
-	// connection with 403. If nil, every connection belongs to World and
-	// is dialled through the Dialer given to NewProxy.
-	Route func(client net.Addr) (world string, d *Dialer, ok bool)
 	// Audit receives one JSON line per CONNECT tunnel and per forwarded
 	// request (see AuditRecord). Each line is written with one Write call;
 	// the proxy serialises writes. If nil, nothing is written.
 	Audit io.Writer
 	// Metrics, if set, counts decisions, open connections and bytes.
-	Metrics *ProxyMetrics
+	Metrics *Metrics
 	// Logger receives operational errors (failed audit writes, accept
 	// errors). If nil, they are discarded.
 	Logger *slog.Logger
@@ -77,8 +72,8 @@ type ProxyOptions struct {
 // every resolved address is checked, and the address it checked is the
 // one it connects to. A Proxy implements sandbox.EgressServer.
 type Proxy struct {
-	opts      ProxyOptions // defaults applied; never mutated after NewProxy
-	def       *world       // the world of NewProxy's Dialer
+	opts      Options // defaults applied; never mutated after New
+	w         *world  // the world whose traffic this proxy carries
 	audit     *auditLog
 	log       *slog.Logger
 	closing   atomic.Bool
@@ -88,28 +83,26 @@ type Proxy struct {
 	mu        sync.Mutex // guards the fields below
 	listeners map[net.Listener]struct{}
 	conns     map[*clientConn]struct{}
-	worlds    map[*Dialer]*world // worlds met through Route, by Dialer
-	selfAddrs []netip.AddrPort   // listening TCP addresses
-	selfAny   map[uint16]bool    // ports listened on at an unspecified address
+	selfAddrs []netip.AddrPort // listening TCP addresses
+	selfAny   map[uint16]bool  // ports listened on at an unspecified address
 	closeOnce sync.Once
 }
 
 // world is the per-world state shared by every connection of that world.
 type world struct {
 	name string
-	d    *Dialer
+	d    *netpolicy.Dialer
 	pool upPool       // kept-alive upstream connections of forwarded requests
 	open atomic.Int64 // client connections currently open
 }
 
-// NewProxy returns a proxy that dials through d, whose Policy is the
-// world's egress policy. opts may be nil. d may be nil only when
-// opts.Route is set; without either, every connection is refused.
-func NewProxy(d *Dialer, opts *ProxyOptions) *Proxy {
+// New returns a proxy that dials through d, whose Policy is the
+// world's egress policy. opts may be nil. A nil d is the zero Dialer,
+// whose nil Policy denies everything.
+func New(d *netpolicy.Dialer, opts *Options) *Proxy {
 	p := &Proxy{
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*clientConn]struct{}{},
-		worlds:    map[*Dialer]*world{},
 		selfAny:   map[uint16]bool{},
 		serveDone: make(chan struct{}),
 	}
@@ -124,43 +117,39 @@ func NewProxy(d *Dialer, opts *ProxyOptions) *Proxy {
 		o.World = "default"
 	}
 	if o.MaxHeaderBytes <= 0 {
-		o.MaxHeaderBytes = DefaultProxyMaxHeaderBytes
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if o.HeaderTimeout <= 0 {
-		o.HeaderTimeout = DefaultProxyHeaderTimeout
+		o.HeaderTimeout = DefaultHeaderTimeout
 	}
 	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultProxyConnectTimeout
+		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultProxyIdleTimeout
+		o.IdleTimeout = DefaultIdleTimeout
 	}
 	if o.MaxConnsPerWorld <= 0 {
-		o.MaxConnsPerWorld = DefaultProxyMaxConnsPerWorld
+		o.MaxConnsPerWorld = DefaultMaxConnsPerWorld
 	}
 	p.log = o.Logger
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	p.audit = newAuditLog(o.Audit, p.log)
-	if d != nil {
-		p.def = p.newWorld(o.World, d)
+	if d == nil {
+		d = &netpolicy.Dialer{}
 	}
+	p.w = &world{name: o.World, d: p.guardDialer(d)}
 	return p
 }
 
-func (p *Proxy) newWorld(name string, d *Dialer) *world {
-	w := &world{name: name, d: p.guardDialer(d)}
-	return w
-}
-
 // Serve accepts connections on l and serves them until Shutdown or Close,
-// then returns ErrProxyClosed. It may be called for several listeners at
+// then returns ErrClosed. It may be called for several listeners at
 // once. Serve closes l when it returns.
 func (p *Proxy) Serve(l net.Listener) error {
 	if !p.trackListener(l) {
 		l.Close()
-		return ErrProxyClosed
+		return ErrClosed
 	}
 	defer p.untrackListener(l)
 	var backoff time.Duration
@@ -168,7 +157,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 		c, err := l.Accept()
 		if err != nil {
 			if p.closing.Load() {
-				return ErrProxyClosed
+				return ErrClosed
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || isTemporaryAccept(err) {
@@ -182,10 +171,10 @@ func (p *Proxy) Serve(l net.Listener) error {
 			return err
 		}
 		backoff = 0
-		cc := &clientConn{p: p, c: c}
+		cc := &clientConn{p: p, c: c, w: p.w}
 		if !p.trackConn(cc) {
 			c.Close()
-			return ErrProxyClosed
+			return ErrClosed
 		}
 		go cc.serve()
 	}
@@ -245,26 +234,6 @@ func (p *Proxy) untrackConn(cc *clientConn) {
 	delete(p.conns, cc)
 	p.mu.Unlock()
 	p.connWG.Done()
-}
-
-// worldOf returns the world of a new client connection, or nil when the
-// connection belongs to no world.
-func (p *Proxy) worldOf(client net.Addr) *world {
-	if p.opts.Route == nil {
-		return p.def
-	}
-	name, d, ok := p.opts.Route(client)
-	if !ok || d == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w := p.worlds[d]
-	if w == nil || w.name != name {
-		w = p.newWorld(name, d)
-		p.worlds[d] = w
-	}
-	return w
 }
 
 // isSelf reports whether ap is an address this proxy listens on, so that
@@ -363,14 +332,7 @@ func (p *Proxy) closeConns(idleOnly bool) {
 }
 
 func (p *Proxy) closeTransports() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.def != nil {
-		p.def.pool.closeAll()
-	}
-	for _, w := range p.worlds {
-		w.pool.closeAll()
-	}
+	p.w.pool.closeAll()
 }
 
 // bufioReaders pools the readers of request headers; a tunnel gives its

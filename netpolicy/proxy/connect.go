@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // connect serves a CONNECT request: authority-form host:port only, judged
@@ -19,7 +21,7 @@ func (cc *clientConn) connect(req *http.Request) {
 		rec.Verdict, rec.Reason, rec.Error = verdictDenyName, "malformed request", err.Error()
 		rec.Status = http.StatusBadRequest
 		cc.writeError(rec.Status, rec.Reason, "dsh proxy: "+err.Error()+"\n")
-		p.finish(rec, cc.w)
+		p.finish(rec)
 		return
 	}
 	rec.Host, rec.Port = t.Host, t.Port
@@ -28,14 +30,14 @@ func (cc *clientConn) connect(req *http.Request) {
 	up, dec, err := p.dialTarget(context.Background(), cc.w, target)
 	if err != nil {
 		cc.answerDialError(rec, err, target)
-		p.finish(rec, cc.w)
+		p.finish(rec)
 		return
 	}
 	rec.setDecision(dec)
 	if !cc.setUpstream(up) || !cc.state.CompareAndSwap(stateActive, stateTunnel) {
 		up.Close()
 		rec.Error = "proxy shut down"
-		p.finish(rec, cc.w)
+		p.finish(rec)
 		return
 	}
 	rec.Status = http.StatusOK
@@ -43,7 +45,7 @@ func (cc *clientConn) connect(req *http.Request) {
 	if _, err := io.WriteString(cc.c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		up.Close()
 		rec.Error = err.Error()
-		p.finish(rec, cc.w)
+		p.finish(rec)
 		return
 	}
 	cc.c.SetWriteDeadline(time.Time{})
@@ -55,7 +57,7 @@ func (cc *clientConn) connect(req *http.Request) {
 		if _, err := up.Write(b); err != nil {
 			up.Close()
 			rec.Error = err.Error()
-			p.finish(rec, cc.w)
+			p.finish(rec)
 			return
 		}
 		rec.BytesUp += int64(n)
@@ -68,22 +70,22 @@ func (cc *clientConn) connect(req *http.Request) {
 	if terr != nil {
 		rec.Error = terr.Error()
 	}
-	p.finish(rec, cc.w)
+	p.finish(rec)
 }
 
 // parseAuthority checks the target of a CONNECT request: host:port and
 // nothing else (no scheme, no path, no userinfo), normalised as the
 // Dialer will dial it.
-func parseAuthority(s string) (Target, error) {
+func parseAuthority(s string) (netpolicy.Target, error) {
 	if s == "" || strings.ContainsAny(s, "/?#@") {
-		return Target{}, fmt.Errorf("CONNECT needs a target of the form host:port, got %q", s)
+		return netpolicy.Target{}, fmt.Errorf("CONNECT needs a target of the form host:port, got %q", s)
 	}
-	t, err := ParseTarget(s)
+	t, err := netpolicy.ParseTarget(s)
 	if err != nil {
-		return Target{}, fmt.Errorf("CONNECT target: %w", err)
+		return netpolicy.Target{}, fmt.Errorf("CONNECT target: %w", err)
 	}
 	if t.Port == 0 {
-		return Target{}, fmt.Errorf("CONNECT needs a target of the form host:port, got %q: no port", s)
+		return netpolicy.Target{}, fmt.Errorf("CONNECT needs a target of the form host:port, got %q: no port", s)
 	}
 	return t, nil
 }

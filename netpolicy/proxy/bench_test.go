@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // BenchmarkProxyForwardInProcess measures one kept-alive forwarded GET
@@ -21,7 +23,7 @@ func BenchmarkProxyForwardInProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := NewProxy(&Dialer{Policy: MustNew(Config{Allow: []string{up.Listener.Addr().String()}})}, nil)
+	p := New(&netpolicy.Dialer{Policy: netpolicy.MustNew(netpolicy.Config{Allow: []string{up.Listener.Addr().String()}})}, nil)
 	go p.Serve(l)
 	defer p.Close()
 	benchGET(b, l.Addr().String(), "GET "+up.URL+"/x HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"io"
@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-dev/dsh/netpolicy"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestProxyAuditRecordFields(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String()}}, nil, &ProxyOptions{World: "w1"})
+	env := startProxy(t, netpolicy.Config{Allow: []string{echo.String()}}, nil, &Options{World: "w1"})
 	resp, c, _ := send(t, env.addr, "CONNECT "+echo.String()+" HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
@@ -46,7 +47,7 @@ func TestProxyAuditRecordFields(t *testing.T) {
 
 func TestProxyMetrics(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String()}}, nil, &ProxyOptions{World: "m"})
+	env := startProxy(t, netpolicy.Config{Allow: []string{echo.String()}}, nil, &Options{World: "m"})
 	resp, c, br := send(t, env.addr, "CONNECT "+echo.String()+" HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)

@@ -1,10 +1,12 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // Limits of the per-world pool of kept-alive upstream connections.
@@ -20,11 +22,11 @@ type upConn struct {
 	c     net.Conn
 	br    *bufio.Reader
 	bw    *bufio.Writer
-	dec   Decision
+	dec   netpolicy.Decision
 	since time.Time // when it went idle
 }
 
-func newUpConn(c net.Conn, dec Decision) *upConn {
+func newUpConn(c net.Conn, dec netpolicy.Decision) *upConn {
 	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), bw: bufio.NewWriterSize(c, 4<<10), dec: dec}
 }
 

@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
@@ -49,15 +49,6 @@ func (cc *clientConn) serve() {
 		}
 	}()
 
-	cc.w = p.worldOf(cc.c.RemoteAddr())
-	if cc.w == nil {
-		rec := cc.newRecord("")
-		rec.Verdict, rec.Reason, rec.Status = verdictDenyName, "unknown client", http.StatusForbidden
-		cc.writeError(http.StatusForbidden, rec.Reason,
-			"dsh proxy: connection from "+cc.client()+" belongs to no execution world\n")
-		p.finish(rec, nil)
-		return
-	}
 	open := cc.w.open.Add(1)
 	defer cc.w.open.Add(-1)
 	if p.opts.Metrics != nil {
@@ -71,7 +62,7 @@ func (cc *clientConn) serve() {
 		cc.writeError(http.StatusServiceUnavailable, rec.Reason, fmt.Sprintf(
 			"dsh proxy: world %q already has %d connections open (limit %d); close some and retry\n",
 			cc.w.name, open-1, p.opts.MaxConnsPerWorld))
-		p.finish(rec, cc.w)
+		p.finish(rec)
 		return
 	}
 
@@ -107,7 +98,7 @@ func (cc *clientConn) serve() {
 			rec.Verdict, rec.Reason, rec.Status = verdictDenyName, reasonMalformed, http.StatusHTTPVersionNotSupported
 			rec.Error = "unsupported protocol " + req.Proto
 			cc.writeError(rec.Status, rec.Reason, "dsh proxy: "+rec.Error+"; speak HTTP/1.1 to the proxy\n")
-			p.finish(rec, cc.w)
+			p.finish(rec)
 			return
 		}
 		cc.c.SetReadDeadline(time.Time{})
@@ -161,7 +152,7 @@ func (cc *clientConn) badRequest(err error) {
 		rec.Error = err.Error()
 		cc.writeError(rec.Status, rec.Reason, "dsh proxy: "+rec.Reason+": "+err.Error()+"\n")
 	}
-	cc.p.finish(rec, cc.w)
+	cc.p.finish(rec)
 }
 
 // writeError answers with status, a short plain-text body and, for
@@ -219,27 +210,19 @@ func (cc *clientConn) setUpstream(up net.Conn) bool {
 
 // newRecord starts the audit record of a request on this connection.
 func (cc *clientConn) newRecord(method string) *AuditRecord {
-	r := &AuditRecord{Time: time.Now(), Client: cc.client(), Method: method}
-	if cc.w != nil {
-		r.World = cc.w.name
-	}
-	return r
+	return &AuditRecord{Time: time.Now(), World: cc.w.name, Client: cc.client(), Method: method}
 }
 
 // finish completes rec: its duration, the decision metric, the audit line.
-func (p *Proxy) finish(rec *AuditRecord, w *world) {
+func (p *Proxy) finish(rec *AuditRecord) {
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	if rec.Verdict == "" {
 		rec.Verdict = verdictDenyName
-	}
-	name := rec.World
-	if w != nil {
-		name = w.name
 	}
 	reason := rec.metricReason
 	if reason == "" {
 		reason = rec.Reason
 	}
-	p.opts.Metrics.decision(name, rec.Verdict, reason)
+	p.opts.Metrics.decision(rec.World, rec.Verdict, reason)
 	p.audit.write(rec)
 }

@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
@@ -8,16 +8,17 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 func TestProxyConnectionLimitPerWorld(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String()}}, nil, &ProxyOptions{MaxConnsPerWorld: 1})
+	env := startProxy(t, netpolicy.Config{Allow: []string{echo.String()}}, nil, &Options{MaxConnsPerWorld: 1})
 	resp, _, _ := send(t, env.addr, "CONNECT "+echo.String()+" HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("first connection: status %d", resp.StatusCode)
@@ -30,7 +31,7 @@ func TestProxyConnectionLimitPerWorld(t *testing.T) {
 
 func TestProxyShutdownDrainsTunnels(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String()}}, nil, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{echo.String()}}, nil, nil)
 	resp, c, br := send(t, env.addr, "CONNECT "+echo.String()+" HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
@@ -72,7 +73,7 @@ func TestProxyShutdownDrainsTunnels(t *testing.T) {
 
 func TestProxyShutdownDeadlineClosesTunnels(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String()}}, nil, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{echo.String()}}, nil, nil)
 	resp, _, br := send(t, env.addr, "CONNECT "+echo.String()+" HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
@@ -93,7 +94,7 @@ func TestProxyShutdownDeadlineClosesTunnels(t *testing.T) {
 
 func TestProxyIdleTunnelIsClosed(t *testing.T) {
 	echo := echoServer(t)
-	env := startProxy(t, Config{Allow: []string{echo.String()}}, nil, &ProxyOptions{IdleTimeout: 50 * time.Millisecond})
+	env := startProxy(t, netpolicy.Config{Allow: []string{echo.String()}}, nil, &Options{IdleTimeout: 50 * time.Millisecond})
 	resp, _, br := send(t, env.addr, "CONNECT "+echo.String()+" HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
@@ -115,7 +116,7 @@ func TestProxyServesUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := startProxyOn(t, l, Config{Allow: []string{echo.String()}}, nil, nil)
+	env := startProxyOn(t, l, netpolicy.Config{Allow: []string{echo.String()}}, nil, nil)
 	c, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -139,60 +140,37 @@ func TestProxyServesUnixSocket(t *testing.T) {
 	}
 }
 
-func TestProxyRouteBySourceAddress(t *testing.T) {
+// A proxy given no Dialer has the zero Dialer, whose nil Policy denies
+// everything: it answers 403 and connects nowhere.
+func TestProxyWithoutDialerDeniesEverything(t *testing.T) {
 	echo := echoServer(t)
-	open := &Dialer{Policy: MustNew(Config{Allow: []string{echo.String()}}), OnConnect: (&connectLog{}).hook}
-	closed := &Dialer{Policy: MustNew(SandboxDefault())}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := &syncBuffer{}
-	p := NewProxy(nil, &ProxyOptions{Audit: audit, Route: func(client net.Addr) (string, *Dialer, bool) {
-		switch client.(*net.TCPAddr).AddrPort().Addr() {
-		case netip.MustParseAddr("127.0.0.1"):
-			return "open", open, true
-		case netip.MustParseAddr("127.0.0.2"):
-			return "closed", closed, true
-		}
-		return "", nil, false
-	}})
+	env := &proxyEnv{audit: &syncBuffer{}}
+	p := New(nil, &Options{Audit: env.audit})
 	go p.Serve(l)
 	defer p.Close()
-
-	for _, tc := range []struct {
-		from  string
-		world string
-		want  int
-	}{{"127.0.0.1", "open", 200}, {"127.0.0.2", "closed", 403}, {"127.0.0.3", "", 403}} {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(tc.from)}}
-		c, err := d.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(c, "CONNECT "+echo.String()+" HTTP/1.1\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
-		if err != nil {
-			t.Fatalf("from %s: %v", tc.from, err)
-		}
-		if resp.StatusCode != tc.want {
-			t.Errorf("CONNECT from %s: status %d, want %d", tc.from, resp.StatusCode, tc.want)
-		}
+	for _, raw := range []string{
+		"CONNECT " + echo.String() + " HTTP/1.1\r\n\r\n",
+		"GET http://" + echo.String() + "/ HTTP/1.1\r\nHost: " + echo.String() + "\r\n\r\n",
+	} {
+		resp, c, _ := send(t, l.Addr().String(), raw)
 		c.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403", firstLine(raw), resp.StatusCode)
+		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for strings.Count(audit.String(), "\n") < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	for _, w := range []string{`"world":"open"`, `"world":"closed"`, `"reason":"unknown client"`} {
-		if !strings.Contains(audit.String(), w) {
-			t.Errorf("audit log lacks %s:\n%s", w, audit.String())
+	for _, r := range env.waitRecords(t, 2) {
+		if r["verdict"] != "deny" {
+			t.Errorf("audit record %v, want verdict deny", r)
 		}
 	}
 }
 
 func TestProxyCloseIsIdempotent(t *testing.T) {
-	env := startProxy(t, Config{}, nil, nil)
+	env := startProxy(t, netpolicy.Config{}, nil, nil)
 	if err := env.p.Close(); err != nil {
 		t.Fatal(err)
 	}

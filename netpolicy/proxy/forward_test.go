@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 func TestProxyHostHeaderCannotRedirect(t *testing.T) {
 	_, up := httpUpstream(t)
-	env := startProxy(t, Config{Allow: []string{up.String()}}, nil, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{up.String()}}, nil, nil)
 
 	// The target says the upstream; the Host header names a private
 	// address. The request goes to the target, with the target's Host.
@@ -46,7 +48,7 @@ func TestProxyHostHeaderCannotRedirect(t *testing.T) {
 
 func TestProxyForwardStripsHopByHopAndKeepsAlive(t *testing.T) {
 	_, up := httpUpstream(t)
-	env := startProxy(t, Config{Allow: []string{up.String()}}, nil, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{up.String()}}, nil, nil)
 	c, err := net.Dial("tcp", env.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +122,7 @@ func TestProxyRetriesPooledConnectionClosedByUpstream(t *testing.T) {
 		}
 	}()
 	up := l.Addr().String()
-	env := startProxy(t, Config{Allow: []string{up}}, nil, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{up}}, nil, nil)
 	for i := range 3 {
 		resp, _, _ := send(t, env.addr, "GET http://"+up+"/ HTTP/1.1\r\n\r\n")
 		if b := body(t, resp); resp.StatusCode != 200 || b != "ok" {
@@ -134,7 +136,7 @@ func TestProxyRetriesPooledConnectionClosedByUpstream(t *testing.T) {
 
 func TestProxyForwardBodies(t *testing.T) {
 	_, up := httpUpstream(t)
-	env := startProxy(t, Config{Allow: []string{up.String()}}, nil, nil)
+	env := startProxy(t, netpolicy.Config{Allow: []string{up.String()}}, nil, nil)
 	u := "http://" + up.String() + "/"
 
 	t.Run("expect-100-continue", func(t *testing.T) {

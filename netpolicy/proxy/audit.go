@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // AuditRecord is one line of the proxy's audit log: one CONNECT tunnel or
@@ -52,7 +54,7 @@ type AuditRecord struct {
 	metricReason string
 }
 
-func (r *AuditRecord) setDecision(d Decision) {
+func (r *AuditRecord) setDecision(d netpolicy.Decision) {
 	r.Verdict = d.Verdict.String()
 	r.Reason = d.Reason
 	r.Rule = d.Rule

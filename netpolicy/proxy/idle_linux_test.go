@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"net"

@@ -1,4 +1,4 @@
-package netpolicy
+package proxy
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-dev/dsh/netpolicy"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -92,7 +93,7 @@ type proxyEnv struct {
 
 // startProxy serves a proxy for policy c on a loopback port; names
 // resolve only through stub.
-func startProxy(t testing.TB, c Config, stub StubResolver, opts *ProxyOptions) *proxyEnv {
+func startProxy(t testing.TB, c netpolicy.Config, stub netpolicy.StubResolver, opts *Options) *proxyEnv {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -101,18 +102,18 @@ func startProxy(t testing.TB, c Config, stub StubResolver, opts *ProxyOptions) *
 	return startProxyOn(t, l, c, stub, opts)
 }
 
-func startProxyOn(t testing.TB, l net.Listener, c Config, stub StubResolver, opts *ProxyOptions) *proxyEnv {
+func startProxyOn(t testing.TB, l net.Listener, c netpolicy.Config, stub netpolicy.StubResolver, opts *Options) *proxyEnv {
 	t.Helper()
-	pol, err := New(c)
+	pol, err := netpolicy.New(c)
 	if err != nil {
 		t.Fatalf("New(%+v): %v", c, err)
 	}
 	env := &proxyEnv{audit: &syncBuffer{}, connects: &connectLog{}, reg: prometheus.NewRegistry(), served: make(chan error, 1)}
-	m, err := NewProxyMetrics(env.reg)
+	m, err := NewMetrics(env.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := ProxyOptions{}
+	o := Options{}
 	if opts != nil {
 		o = *opts
 	}
@@ -121,17 +122,17 @@ func startProxyOn(t testing.TB, l net.Listener, c Config, stub StubResolver, opt
 	}
 	o.Audit, o.Metrics = env.audit, m
 	if stub == nil {
-		stub = StubResolver{}
+		stub = netpolicy.StubResolver{}
 	}
-	d := &Dialer{Policy: pol, Resolver: stub, OnConnect: env.connects.hook}
-	env.p = NewProxy(d, &o)
+	d := &netpolicy.Dialer{Policy: pol, Resolver: stub, OnConnect: env.connects.hook}
+	env.p = New(d, &o)
 	env.ln = &countingListener{Listener: l}
 	env.addr = l.Addr().String()
 	go func() { env.served <- env.p.Serve(env.ln) }()
 	t.Cleanup(func() {
 		env.p.Close()
-		if err := <-env.served; !errors.Is(err, ErrProxyClosed) {
-			t.Errorf("Serve returned %v, want ErrProxyClosed", err)
+		if err := <-env.served; !errors.Is(err, ErrClosed) {
+			t.Errorf("Serve returned %v, want ErrClosed", err)
 		}
 	})
 	return env
