@@ -40,7 +40,7 @@ func newConfigShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			values := toMap(*l.cfg)
+			values := l.cfg.Map()
 			type entry struct {
 				Key    string `json:"key"`
 				Value  any    `json:"value"`

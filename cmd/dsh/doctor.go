@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // check is one fact doctor established about the machine.
@@ -99,8 +100,8 @@ It exits 1 when the configured driver cannot confine, and says how to fix it.`,
 func runDoctor(ctx context.Context, l *loaded) *doctorReport {
 	cfg := l.cfg
 	rep := &doctorReport{Version: version, Driver: cfg.Sandbox.Driver, DriverSource: l.sources["sandbox.driver"]}
-	for _, name := range driverNamesForDoctor() {
-		rep.Drivers = append(rep.Drivers, probeDriver(ctx, name, cfg))
+	for _, d := range drivers {
+		rep.Drivers = append(rep.Drivers, probeDriver(ctx, d, cfg))
 	}
 	rep.Capabilities = capabilities(cfg, rep)
 	for _, d := range rep.Drivers {
@@ -145,7 +146,7 @@ func capabilities(cfg *config.Config, rep *doctorReport) []capability {
 	}
 }
 
-func policySummary(p config.Policy) string {
+func policySummary(p netpolicy.Config) string {
 	var parts []string
 	if len(p.Ports) > 0 {
 		parts = append(parts, fmt.Sprintf("ports %v", p.Ports))

@@ -12,25 +12,16 @@ import (
 	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
-// driverNamesForDoctor lists the drivers doctor reports on, in order.
-func driverNamesForDoctor() []string { return []string{"native", "docker", "host"} }
-
-// probeDriver asks one driver what it can do on this machine.
-func probeDriver(ctx context.Context, name string, cfg *config.Config) driverReport {
-	switch name {
-	case "native":
-		rep := probeNative(ctx, cfg.Sandbox.Limits.Off, cfg.Sandbox.Masks, cfg.Sandbox.Home.Allow)
+// probeDriver asks one driver of the list what it can do on this
+// machine. Every confining driver relies on the init's world filter for
+// unix sockets, so its report says how that is set.
+func probeDriver(ctx context.Context, d driver, cfg *config.Config) driverReport {
+	rep := d.probe(ctx, cfg)
+	rep.Name, rep.Confines = d.name, d.confines
+	if d.confines {
 		rep.Checks = append(rep.Checks, worldFilterCheck(cfg.Sandbox.UnixSockets))
-		return rep
-	case "docker":
-		rep := probeDocker(ctx, cfg.Sandbox.Image)
-		rep.Checks = append(rep.Checks, worldFilterCheck(cfg.Sandbox.UnixSockets))
-		return rep
-	case "host":
-		return driverReport{Name: "host", Confines: false, Ready: true,
-			Checks: []check{{Name: "unconfined", OK: true, Detail: "no confinement at all; development only"}}}
 	}
-	return driverReport{Name: name, Confines: true, Problem: "dsh has no probe for this driver"}
+	return rep
 }
 
 // worldFilterCheck states what keeps host unix sockets out of reach in
@@ -42,9 +33,11 @@ func worldFilterCheck(unixSockets bool) check {
 	return check{Name: "unix sockets", OK: true, Detail: "refused by the init's seccomp filter (socket(AF_UNIX) fails), so no host unix socket is reachable, wherever it is; only inet, inet6 and route netlink sockets are made (sandbox.unix_sockets: true opts out)"}
 }
 
-func probeDocker(ctx context.Context, image string) driverReport {
-	r := docker.Probe(ctx, nil, image)
-	rep := driverReport{Name: "docker", Confines: true, Ready: r.Ready()}
+// probeDocker reports the docker driver: its engine and the image of
+// sandbox.image.
+func probeDocker(ctx context.Context, cfg *config.Config) driverReport {
+	r := docker.Probe(ctx, nil, cfg.Sandbox.Image)
+	rep := driverReport{Ready: r.Ready()}
 	add := func(name string, ok bool, detail string) {
 		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
 	}
@@ -78,13 +71,14 @@ func probeDocker(ctx context.Context, image string) driverReport {
 // (sandbox.limits.off) worlds need no cgroup, so an unwritable cgroup
 // hierarchy does not keep the driver from being ready. It also says which
 // host identity worlds hold and what they can read of the home.
-func probeNative(ctx context.Context, limitsOff bool, masks, allow []string) driverReport {
+func probeNative(ctx context.Context, cfg *config.Config) driverReport {
+	limitsOff, masks, allow := cfg.Sandbox.Limits.Off, cfg.Sandbox.Masks, cfg.Sandbox.Home.Allow
 	r := native.New(nil).Probe(ctx)
 	ready := r.Ready()
 	if limitsOff {
 		ready = r.UserNamespaces && r.PivotRoot && r.Seccomp
 	}
-	rep := driverReport{Name: "native", Confines: true, Ready: ready}
+	rep := driverReport{Ready: ready}
 	add := func(name string, ok bool, detail string) {
 		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
 	}
@@ -125,4 +119,9 @@ func probeNative(ctx context.Context, limitsOff bool, masks, allow []string) dri
 		rep.Problem = strings.Join(r.Problems, "; ")
 	}
 	return rep
+}
+
+// probeHost reports the host driver, which has nothing to probe.
+func probeHost(context.Context, *config.Config) driverReport {
+	return driverReport{Ready: true, Checks: []check{{Name: "unconfined", OK: true, Detail: "no confinement at all; development only"}}}
 }

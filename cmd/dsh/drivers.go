@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/dsh-dev/dsh/execworld"
@@ -12,32 +12,66 @@ import (
 	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
-// driverFactory builds a sandbox driver from the effective configuration.
-type driverFactory func(cfg *config.Config) (execworld.Backend, error)
+// The names of the drivers (--driver, sandbox.driver), each written once.
+const (
+	driverNative = "native"
+	driverDocker = "docker"
+	driverHost   = host.Name
+)
 
-// drivers maps a driver name (--driver, sandbox.driver) to its factory.
-// Each driver adds its own line.
-var drivers = map[string]driverFactory{
-	"docker": func(*config.Config) (execworld.Backend, error) { return docker.New(nil) },
-	"host":   func(*config.Config) (execworld.Backend, error) { return host.New(), nil },
-	"native": func(*config.Config) (execworld.Backend, error) { return native.New(nil), nil },
+// driver is one entry of the driver list: everything dsh knows of a
+// sandbox driver by its name.
+type driver struct {
+	name string
+	// confines is false only for host, which runs commands on this host
+	// as they are and is selected only with --unconfined.
+	confines bool
+	// newBackend makes the driver.
+	newBackend func() (execworld.Backend, error)
+	// probe reports what the driver can do on this machine under cfg
+	// (dsh doctor); the report's name and confines come from the entry.
+	probe func(ctx context.Context, cfg *config.Config) driverReport
 }
 
-// confining reports whether the named driver confines its processes.
-// Only host does not, and it is selected only with --unconfined.
-func confining(name string) bool { return name != host.Name }
+// drivers is the one list of the sandbox drivers of this build, in the
+// order dsh doctor reports them; the first is the default
+// (config.Default's sandbox.driver, which a test holds to it). Config
+// validation, --driver's help and completion, dsh doctor and opening a
+// world all ask it. A new driver is one entry here.
+var drivers = []driver{
+	{
+		name: driverNative, confines: true,
+		newBackend: func() (execworld.Backend, error) { return native.New(nil), nil },
+		probe:      probeNative,
+	},
+	{
+		name: driverDocker, confines: true,
+		newBackend: func() (execworld.Backend, error) { return docker.New(nil) },
+		probe:      probeDocker,
+	},
+	{
+		name: driverHost, confines: false,
+		newBackend: func() (execworld.Backend, error) { return host.New(), nil },
+		probe:      probeHost,
+	},
+}
 
-// newDriver returns the driver called name, or an error naming the
-// drivers this build has.
-func newDriver(name string, cfg *config.Config) (execworld.Backend, error) {
-	f, ok := drivers[name]
-	if !ok {
-		var names []string
-		for n := range drivers {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return nil, fmt.Errorf("sandbox driver %q is not available in this build (have: %s)", name, strings.Join(names, ", "))
+// driverNames lists the names of the drivers, in list order.
+func driverNames() []string {
+	names := make([]string, len(drivers))
+	for i, d := range drivers {
+		names[i] = d.name
 	}
-	return f(cfg)
+	return names
+}
+
+// findDriver returns the driver called name, or an error naming the
+// drivers this build has.
+func findDriver(name string) (driver, error) {
+	for _, d := range drivers {
+		if d.name == name {
+			return d, nil
+		}
+	}
+	return driver{}, fmt.Errorf("sandbox driver %q is not available in this build (have: %s)", name, strings.Join(driverNames(), ", "))
 }

@@ -108,12 +108,8 @@ func runFetch(cmd *cobra.Command, args []string) error {
 // fetchOptions builds the fetcher's options from the configuration and
 // the policy flags.
 func fetchOptions(cmd *cobra.Command, cfg *config.Config) (*web.FetchOptions, error) {
-	base := cfg.Web.Policy
-	if base.Default == "" && len(base.Allow) == 0 && len(base.Deny) == 0 && len(base.Ports) == 0 {
-		d := netpolicy.WebDefault()
-		base = config.Policy{Default: d.Default, Ports: d.Ports, Allow: d.Allow, Deny: d.Deny}
-	}
-	pol, err := policyFromFlags(cmd, base)
+	// Validated, and never empty: its default is netpolicy.WebDefault.
+	pol, err := policyFromFlags(cmd, cfg.Web.Policy)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func load(cmd *cobra.Command) (*loaded, error) {
 	if err := v.Unmarshal(&cfg); err != nil {
 		problems = append(problems, fmt.Errorf("decoding configuration: %w", err))
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(driverNames()); err != nil {
 		var es config.Errors
 		if errors.As(err, &es) {
 			problems = append(problems, es...)
@@ -169,7 +169,7 @@ func configFile(cmd *cobra.Command) (string, error) {
 
 // decodeToMap turns a config struct into nested maps keyed like the file.
 func decodeToMap(c config.Config, out *map[string]any) error {
-	b, err := yaml.Marshal(toMap(c))
+	b, err := yaml.Marshal(c.Map())
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/internal/idn"
 	"github.com/dsh-dev/dsh/netpolicy"
 )
@@ -66,18 +65,18 @@ func runPolicyCheck(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return exitf(2, "%v", err)
 	}
-	base := netpolicy.WebDefault()
-	basePolicy := config.Policy{Default: base.Default, Ports: base.Ports}
-	if p, _ := cmd.Flags().GetString("policy"); p == "" {
+	flags := policyFlags(cmd)
+	// A policy file replaces the configured policy: the configuration is
+	// then not read at all.
+	var base netpolicy.Config
+	if flags.File == "" {
 		cfg, err := loadConfig(cmd)
 		if err != nil {
 			return exitf(2, "%v", err)
 		}
-		if !policyEmpty(cfg.Web.Policy) {
-			basePolicy = cfg.Web.Policy
-		}
+		base = cfg.Web.Policy
 	}
-	pol, err := policyFromFlags(cmd, basePolicy)
+	pol, err := resolvePolicy(base, flags)
 	if err != nil {
 		return exitf(2, "%v", err)
 	}
@@ -171,11 +170,6 @@ func printCheck(w io.Writer, r checkResult, asJSON bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// policyEmpty reports whether a configured policy section was left unset.
-func policyEmpty(p config.Policy) bool {
-	return p.Default == "" && len(p.Ports) == 0 && len(p.Allow) == 0 && len(p.Deny) == 0
 }
 
 // parseResolveFlags reads --resolve HOST=IP[,IP...] pins.

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/internal/idn"
 	"github.com/dsh-dev/dsh/netpolicy"
 )
@@ -25,31 +25,43 @@ func addPolicyFlags(cmd *cobra.Command) {
 	cmd.Flags().StringArray("allow", nil, "extra allow entry: host, *.host, host:port, IP, IP:port, [IPv6]:port or CIDR (repeatable)")
 }
 
-// policyFile is the standalone policy file --policy reads.
-type policyFile struct {
-	Default string   `yaml:"default"`
-	Ports   []int    `yaml:"ports"`
-	Allow   []string `yaml:"allow"`
-	Deny    []string `yaml:"deny"`
+// policyOverrides are the policy flags of one command line.
+type policyOverrides struct {
+	File  string   // --policy: replaces the configured policy
+	Allow []string // --allow: appended to the allow list
 }
 
-// policyFromFlags returns the policy a command runs under: the --policy
-// file if given, else base; --allow entries are appended to its allow
-// list. Every problem of the result is reported at once.
-func policyFromFlags(cmd *cobra.Command, base config.Policy) (*netpolicy.Policy, error) {
-	c := netpolicy.Config{Default: base.Default, Ports: base.Ports, Allow: base.Allow, Deny: base.Deny}
+// policyFlags reads the policy flags of cmd.
+func policyFlags(cmd *cobra.Command) policyOverrides {
+	var o policyOverrides
+	if f := cmd.Flags().Lookup("policy"); f != nil {
+		o.File = f.Value.String()
+	}
+	o.Allow, _ = cmd.Flags().GetStringArray("allow")
+	return o
+}
+
+// policyFromFlags returns the policy cmd runs under: base, as the policy
+// flags change it (resolvePolicy).
+func policyFromFlags(cmd *cobra.Command, base netpolicy.Config) (*netpolicy.Policy, error) {
+	return resolvePolicy(base, policyFlags(cmd))
+}
+
+// resolvePolicy returns the policy of base under the overrides: the
+// policy file if given, else base; --allow entries are appended to its
+// allow list. Every problem of the result is reported at once.
+func resolvePolicy(base netpolicy.Config, o policyOverrides) (*netpolicy.Policy, error) {
+	c := base
 	src := "the configured policy"
-	if f := cmd.Flags().Lookup("policy"); f != nil && f.Value.String() != "" {
-		path := f.Value.String()
-		pf, err := readPolicyFile(path)
+	if o.File != "" {
+		pf, err := readPolicyFile(o.File)
 		if err != nil {
 			return nil, err
 		}
-		c = netpolicy.Config{Default: pf.Default, Ports: pf.Ports, Allow: pf.Allow, Deny: pf.Deny}
-		src = "policy file " + path
+		c, src = pf, "policy file "+o.File
 	}
-	if extra, err := cmd.Flags().GetStringArray("allow"); err == nil && len(extra) > 0 {
-		c.Allow = append(append([]string(nil), c.Allow...), extra...)
+	if len(o.Allow) > 0 {
+		c.Allow = append(slices.Clone(c.Allow), o.Allow...)
 	}
 	var err error
 	// Internationalised names as net/http dials them (xn--), which is
@@ -68,9 +80,11 @@ func policyFromFlags(cmd *cobra.Command, base config.Policy) (*netpolicy.Policy,
 }
 
 // readPolicyFile reads a standalone policy file strictly: unknown keys,
-// a missing default and extra documents are errors.
-func readPolicyFile(path string) (policyFile, error) {
-	var pf policyFile
+// a missing default and extra documents are errors. Its keys are those of
+// a policy section of the configuration: netpolicy.Config's fields,
+// lower-cased (yaml's reading of untagged fields).
+func readPolicyFile(path string) (netpolicy.Config, error) {
+	var pf netpolicy.Config
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return pf, fmt.Errorf("reading policy file: %w", err)
@@ -94,7 +108,7 @@ func readPolicyFile(path string) (policyFile, error) {
 }
 
 // yamlProblems words the decoder's errors for a user: yaml.v3 names Go
-// types ("field x not found in type main.policyFile"), which mean nothing
+// types ("field x not found in type netpolicy.Config"), which mean nothing
 // to someone editing the file.
 func yamlProblems(err error) string {
 	var te *yaml.TypeError
@@ -108,7 +122,7 @@ func yamlProblems(err error) string {
 			field = field[:strings.Index(field, " not found in type ")]
 			e = e[:i] + ": unknown key " + strconv.Quote(field)
 		}
-		e = strings.ReplaceAll(e, "main.policyFile", "a policy")
+		e = strings.ReplaceAll(e, "netpolicy.Config", "a policy")
 		out = append(out, e)
 	}
 	return strings.Join(out, "; ")

@@ -8,17 +8,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-dev/dsh/execworld"
-	"github.com/dsh-dev/dsh/internal/config"
-	"github.com/dsh-dev/dsh/sandbox"
-	"github.com/dsh-dev/dsh/sandbox/host"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Statuses dsh run exits with when the command itself did not decide.
@@ -54,29 +49,12 @@ Use --policy and --allow to change it for one run.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: runRun,
 	}
+	addWorldFlags(cmd)
 	f := cmd.Flags()
-	f.String("driver", "", "sandbox driver: native, docker, or host (host needs --unconfined)")
-	f.Bool("unconfined", false, "run on the host WITHOUT any confinement (development only; selects the host driver)")
-	f.String("image", "", "container image of the docker driver")
-	f.String("workspace", "", "workspace directory, mounted read-write (default: current directory); never a system location (/etc, /usr, /var, /sys, ...)")
-	f.Bool("workspace-home", false, "accept a home directory itself (~, /root, /home/USER) as the workspace: every dotfile and credential in it becomes writable inside")
-	f.String("memory", "", "memory limit, such as 512MiB or 2G (at least 8MiB)")
-	f.Int("pids", 0, "maximum number of processes (1 to 4194304)")
-	f.Float64("cpus", 0, "CPUs' worth of time, such as 1.5 (0.01 to this host's CPUs)")
-	f.Bool("unix-sockets", false, "let the command create unix sockets (refused by default, which keeps every host socket, the workspace's too, out of reach); a world may then connect to host sockets it can see and write")
-	f.Bool("no-limits", false, "run without memory, pids and cpu limits (where dsh cannot write cgroups); all other confinement stays")
 	f.Duration("timeout", 0, "end the command after this long (SIGTERM to its processes, 3s, SIGKILL) and exit 124; 0 means no timeout")
 	f.StringArray("env", nil, "environment entry K=V for the command (repeatable); the host environment never enters")
 	f.Bool("json", false, "print one JSON object with the status and the output tails instead of streaming the output")
 	f.BoolP("tty", "t", false, "run the command on a terminal of its own inside the world (shells, interactive programs); needs a terminal on dsh's stdin")
-	addPolicyFlags(cmd)
-	bindConfigFlag(cmd, "driver", "sandbox.driver")
-	bindConfigFlag(cmd, "image", "sandbox.image")
-	bindConfigFlag(cmd, "memory", "sandbox.limits.memory")
-	bindConfigFlag(cmd, "pids", "sandbox.limits.pids")
-	bindConfigFlag(cmd, "cpus", "sandbox.limits.cpus")
-	bindConfigFlag(cmd, "no-limits", "sandbox.limits.off")
-	bindConfigFlag(cmd, "unix-sockets", "sandbox.unix_sockets")
 	return cmd
 }
 
@@ -117,27 +95,12 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return exitf(statusDshFailed, "configuration: %v", err)
 	}
-	driverName, err := pickDriver(cmd, cfg)
+	plan, err := planWorld(cfg, worldFlags(cmd))
 	if err != nil {
 		return exitf(statusDshFailed, "%v", err)
 	}
-	if !confining(driverName) {
-		fmt.Fprintln(cmd.ErrOrStderr(), "dsh: WARNING: --unconfined: the command runs directly on this host with NO confinement -")
-		fmt.Fprintln(cmd.ErrOrStderr(), "dsh: WARNING: it can read and write anything you can, reach any network, and outlive dsh.")
-	}
-	spec, err := runSpec(cmd, cfg)
-	if err != nil {
-		return exitf(statusDshFailed, "%v", err)
-	}
-	egress, err := policyFromFlags(cmd, cfg.Network)
-	if err != nil {
-		return exitf(statusDshFailed, "egress policy: %v", err)
-	}
+	plan.warnUnconfined(cmd.ErrOrStderr())
 	c, tty, err := runCmdSpec(cmd, args)
-	if err != nil {
-		return exitf(statusDshFailed, "%v", err)
-	}
-	backend, err := newDriver(driverName, cfg)
 	if err != nil {
 		return exitf(statusDshFailed, "%v", err)
 	}
@@ -162,7 +125,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		case <-opened:
 		}
 	}()
-	w, err := execworld.Open(openCtx, backend, &execworld.Options{Spec: spec, Egress: egress})
+	w, err := openWorld(openCtx, plan)
 	close(opened)
 	if err != nil {
 		interrupted := openCtx.Err() != nil && ctx.Err() == nil
@@ -204,7 +167,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		out := runResult{
-			World: w.ID, Driver: w.Backend(), Confined: confining(driverName),
+			World: w.ID, Driver: w.Backend(), Confined: plan.driver.confines,
 			ExitCode: res.ExitCode(), Signal: int(res.Status.Signal),
 			TimedOut: res.TimedOut, Canceled: res.Canceled, DurationMs: res.Duration.Milliseconds(),
 			Stdout: string(res.Stdout.Data), StdoutTotal: res.Stdout.Total, StdoutTruncated: res.Stdout.Truncated,
@@ -256,91 +219,6 @@ func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd, sigs 
 		}
 	}()
 	return r.Wait()
-}
-
-// pickDriver resolves --driver, --unconfined and sandbox.driver. The host
-// driver is never chosen without --unconfined.
-func pickDriver(cmd *cobra.Command, cfg *config.Config) (string, error) {
-	unconfined, _ := cmd.Flags().GetBool("unconfined")
-	explicit := cmd.Flags().Changed("driver")
-	name := cfg.Sandbox.Driver
-	if name == "" {
-		name = "native"
-	}
-	if unconfined {
-		if explicit && name != host.Name {
-			return "", fmt.Errorf("--unconfined runs on the host driver, but --driver %s was given; drop one of them", name)
-		}
-		return host.Name, nil
-	}
-	if name == host.Name {
-		return "", errors.New("the host driver runs commands with no confinement at all; pass --unconfined to accept that, or choose --driver native or docker")
-	}
-	return name, nil
-}
-
-// runSpec builds the sandbox Spec from the configuration and flags.
-func runSpec(cmd *cobra.Command, cfg *config.Config) (*sandbox.Spec, error) {
-	ws, _ := cmd.Flags().GetString("workspace")
-	if ws == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("finding the current directory for the workspace: %w; pass --workspace", err)
-		}
-		ws = wd
-	}
-	abs, err := absDir(ws)
-	if err != nil {
-		return nil, err
-	}
-	spec := sandbox.DefaultSpec(abs)
-	spec.AllowHomeWorkspace, _ = cmd.Flags().GetBool("workspace-home")
-	if cfg.Sandbox.Image != "" {
-		spec.Image = cfg.Sandbox.Image
-	}
-	spec.Masks = append(spec.Masks, cfg.Sandbox.Masks...)
-	spec.HomeAllow = slices.Clone(cfg.Sandbox.Home.Allow)
-	spec.UnixSockets = cfg.Sandbox.UnixSockets
-	lim := cfg.Sandbox.Limits
-	if lim.Off {
-		for _, f := range []string{"memory", "pids", "cpus"} {
-			if cmd.Flags().Changed(f) {
-				return nil, fmt.Errorf("--%s sets a limit, but limits are off (--no-limits or sandbox.limits.off); drop one of them", f)
-			}
-		}
-		spec.Resources = nil
-		return spec, nil
-	}
-	// loadConfig validated the limits (config.Validate, with the rules of
-	// package sandbox), whether they came from flags, environment or file.
-	n, err := config.ParseSize(lim.Memory)
-	if err != nil {
-		return nil, fmt.Errorf("--memory / sandbox.limits.memory: %w", err)
-	}
-	pids := int64(lim.Pids)
-	quota, period := sandbox.CPUQuota(lim.CPUs)
-	spec.Resources.Memory = &specs.LinuxMemory{Limit: &n}
-	spec.Resources.Pids = &specs.LinuxPids{Limit: &pids}
-	spec.Resources.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
-	return spec, nil
-}
-
-func absDir(p string) (string, error) {
-	if !strings.HasPrefix(p, "/") {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		p = wd + "/" + p
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return "", fmt.Errorf("workspace %q: %w; create it or pass another --workspace", p, err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("workspace %q is not a directory; pass a directory with --workspace", p)
-	}
-	return p, nil
 }
 
 // runCmdSpec builds the command from the arguments and flags, and with

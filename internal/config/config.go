@@ -3,14 +3,17 @@
 // cmd/dsh with viper; this package only describes and checks the result.
 package config
 
+import "github.com/dsh-dev/dsh/netpolicy"
+
 // Config is the whole of dsh's configuration. Keys are the lower-case
 // mapstructure names; nested keys join with dots (sandbox.limits.memory).
 type Config struct {
 	// Sandbox is how worlds are confined.
 	Sandbox Sandbox `mapstructure:"sandbox"`
 	// Network is the egress policy of processes inside a world.
-	// If unset, everything is denied.
-	Network Policy `mapstructure:"network"`
+	// It is a netpolicy.Config, read as it is (see keyName).
+	// Default: deny everything (netpolicy.SandboxDefault).
+	Network netpolicy.Config `mapstructure:"network"`
 	// Web configures web_fetch and web_search.
 	Web Web `mapstructure:"web"`
 	// Proxy configures the egress proxy.
@@ -19,8 +22,9 @@ type Config struct {
 
 // Sandbox configures the execution world's confinement.
 type Sandbox struct {
-	// Driver is native, docker or host. If empty, native is used.
-	// host runs unconfined and is only accepted with --unconfined.
+	// Driver names a driver of cmd/dsh's driver list (native, docker,
+	// host); Validate is given the list. Default native. host runs
+	// unconfined and is only accepted with --unconfined.
 	Driver string `mapstructure:"driver"`
 	// Image is the docker driver's image. If empty, dsh/base:latest.
 	Image string `mapstructure:"image"`
@@ -65,23 +69,11 @@ type Limits struct {
 	Off bool `mapstructure:"off"`
 }
 
-// Policy is an egress policy, as netpolicy.Config reads it.
-type Policy struct {
-	// Default is deny or public ("public" = any globally reachable address).
-	Default string `mapstructure:"default"`
-	// Ports allowed for destinations allowed only by default: public.
-	// Empty means any port.
-	Ports []int `mapstructure:"ports"`
-	// Allow entries: host, *.host, host:port, IP, IP:port, [IPv6]:port, CIDR.
-	Allow []string `mapstructure:"allow"`
-	// Deny entries, in the same forms as Allow.
-	Deny []string `mapstructure:"deny"`
-}
-
 // Web configures the web surface.
 type Web struct {
-	// Policy governs every fetch. If unset: default public, ports 80 and 443.
-	Policy Policy `mapstructure:"policy"`
+	// Policy governs every fetch. Default: public addresses on ports 80
+	// and 443 (netpolicy.WebDefault).
+	Policy netpolicy.Config `mapstructure:"policy"`
 	// Fetch limits.
 	Fetch Fetch `mapstructure:"fetch"`
 	// Search providers.

@@ -9,7 +9,7 @@ import (
 
 func TestDefaultIsValid(t *testing.T) {
 	c := Default()
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(testDrivers); err != nil {
 		t.Fatalf("Default().Validate() = %v, want nil", err)
 	}
 }
@@ -21,7 +21,7 @@ func TestValidateReportsEveryProblemWithItsKey(t *testing.T) {
 	c.Network.Ports = []int{80, 70000}
 	c.Web.Fetch.Timeout = "soon"
 	c.Web.Policy.Allow = []string{"example.org:443", "10.0.0.1/8"}
-	err := c.Validate()
+	err := c.Validate(testDrivers)
 	var es Errors
 	if !errors.As(err, &es) {
 		t.Fatalf("Validate() = %v, want Errors", err)
@@ -43,12 +43,12 @@ func TestValidateReportsEveryProblemWithItsKey(t *testing.T) {
 func TestValidateInternationalisedEntries(t *testing.T) {
 	c := Default()
 	c.Network.Allow = []string{"bücher.example:443", "*.straße.example"}
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(testDrivers); err != nil {
 		t.Errorf("Validate() with internationalised allow entries = %v, want nil", err)
 	}
 	c.Network.Deny = []string{"xn--ü.example"}
 	var ke *KeyError
-	if err := c.Validate(); !errors.As(err, &ke) || ke.Key != "network.deny[0]" || !strings.Contains(err.Error(), "internationalised") {
+	if err := c.Validate(testDrivers); !errors.As(err, &ke) || ke.Key != "network.deny[0]" || !strings.Contains(err.Error(), "internationalised") {
 		t.Errorf("Validate() with an invalid internationalised name = %v, want a problem at network.deny[0]", err)
 	}
 }
@@ -96,7 +96,7 @@ func TestParseSize(t *testing.T) {
 func TestValidateHomeAllow(t *testing.T) {
 	c := Default()
 	c.Sandbox.Home.Allow = []string{"~/go", "/opt/go", "~/../etc", "~/"}
-	err := c.Validate()
+	err := c.Validate(testDrivers)
 	var es Errors
 	if !errors.As(err, &es) || len(es) != 3 {
 		t.Fatalf("Validate() = %v, want 3 problems (absolute, .., bare ~/)", err)
@@ -106,5 +106,38 @@ func TestValidateHomeAllow(t *testing.T) {
 		if want := fmt.Sprintf("sandbox.home.allow[%d]", i+1); !errors.As(e, &ke) || ke.Key != want {
 			t.Errorf("problem %d is %v, want one at %s", i, e, want)
 		}
+	}
+}
+
+// testDrivers stands for cmd/dsh's driver list, which Validate is given.
+var testDrivers = []string{"native", "docker", "host"}
+
+// sandbox.driver takes only a name of the list Validate is given, and a
+// problem names them all.
+func TestValidateDriverAsksTheList(t *testing.T) {
+	c := Default()
+	c.Sandbox.Driver = "docker"
+	if err := c.Validate([]string{"native", "docker"}); err != nil {
+		t.Errorf("Validate() of a listed driver = %v, want nil", err)
+	}
+	err := c.Validate([]string{"native", "vm"})
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "sandbox.driver" || !strings.Contains(ke.Msg, "use one of: native, vm") {
+		t.Errorf("Validate() of a driver not in the list = %v, want a problem at sandbox.driver naming native, vm", err)
+	}
+}
+
+// The policy sections are netpolicy.Config as it is: its fields are the
+// keys, lower-cased, and Map renders them so.
+func TestPolicyKeysAreNetpolicyConfigFields(t *testing.T) {
+	keys := strings.Join(Keys(), " ")
+	for _, k := range []string{"network.default", "network.ports", "network.allow", "network.deny", "web.policy.default", "web.policy.ports"} {
+		if !strings.Contains(" "+keys+" ", " "+k+" ") {
+			t.Errorf("Keys() lacks %s: %s", k, keys)
+		}
+	}
+	web := Default().Map()["web"].(map[string]any)["policy"].(map[string]any)
+	if web["default"] != "public" || fmt.Sprint(web["ports"]) != "[80 443]" {
+		t.Errorf("Default().Map() web.policy = %v, want default public, ports [80 443]", web)
 	}
 }

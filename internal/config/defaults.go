@@ -3,6 +3,7 @@ package config
 import (
 	"slices"
 
+	"github.com/dsh-dev/dsh/netpolicy"
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
@@ -18,12 +19,27 @@ func Default() Config {
 			Masks:  []string{},
 			Home:   Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
 		},
-		Network: Policy{Default: "deny", Ports: []int{}, Allow: []string{}, Deny: []string{}},
+		Network: withLists(netpolicy.SandboxDefault()),
 		Web: Web{
-			Policy: Policy{Default: "public", Ports: []int{80, 443}, Allow: []string{}, Deny: []string{}},
+			Policy: withLists(netpolicy.WebDefault()),
 			Fetch:  Fetch{Timeout: "30s", MaxBytes: 5_000_000, MaxChars: 100_000, MaxRedirects: 5},
 			Search: Search{BraveKeyEnv: "BRAVE_API_KEY"},
 		},
 		Proxy: Proxy{},
 	}
+}
+
+// withLists gives p's unset lists an empty value, so that every list key
+// has a default of its type (a file's list replaces it, never nil).
+func withLists(p netpolicy.Config) netpolicy.Config {
+	if p.Ports == nil {
+		p.Ports = []int{}
+	}
+	if p.Allow == nil {
+		p.Allow = []string{}
+	}
+	if p.Deny == nil {
+		p.Deny = []string{}
+	}
+	return p
 }

@@ -34,10 +34,29 @@ func next(k string, i int) int {
 	return i + 1 + j
 }
 
+// keyName is the configuration key of a struct field: its mapstructure
+// tag, or, for an exported field without one (the policy sections are
+// netpolicy.Config, which has no tags), its name lower-cased: the name
+// mapstructure (case-insensitively) and yaml (lower-cased) read it by.
+// "" means the field is no key.
+func keyName(f reflect.StructField) string {
+	if name, ok := f.Tag.Lookup("mapstructure"); ok {
+		name, _, _ = strings.Cut(name, ",")
+		if name == "-" {
+			return ""
+		}
+		return name
+	}
+	if !f.IsExported() {
+		return ""
+	}
+	return strings.ToLower(f.Name)
+}
+
 func walkKeys(t reflect.Type, prefix string, f func(string)) {
 	for i := range t.NumField() {
 		fld := t.Field(i)
-		name := fld.Tag.Get("mapstructure")
+		name := keyName(fld)
 		if name == "" {
 			continue
 		}
@@ -149,4 +168,25 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(ra)][len(rb)]
+}
+
+// Map renders c as nested maps keyed like a configuration file.
+func (c Config) Map() map[string]any { return structMap(reflect.ValueOf(c)) }
+
+func structMap(v reflect.Value) map[string]any {
+	m := map[string]any{}
+	t := v.Type()
+	for i := range t.NumField() {
+		name := keyName(t.Field(i))
+		if name == "" {
+			continue
+		}
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct {
+			m[name] = structMap(f)
+		} else {
+			m[name] = f.Interface()
+		}
+	}
+	return m
 }

@@ -44,7 +44,7 @@ func TestValidateLimits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Default()
 			c.set(&cfg.Sandbox.Limits)
-			err := cfg.Validate()
+			err := cfg.Validate(testDrivers)
 			if c.key == "" {
 				if err != nil {
 					t.Fatalf("Validate() = %v, want nil", err)

@@ -14,17 +14,17 @@ import (
 )
 
 // Validate reports every problem in c at once, each naming its key path.
-// It returns nil or an Errors.
-func (c *Config) Validate() error {
+// drivers are the names sandbox.driver may take: the driver list of the
+// build (cmd/dsh), which this package does not know. It returns nil or
+// an Errors.
+func (c *Config) Validate(drivers []string) error {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 
-	switch c.Sandbox.Driver {
-	case "native", "docker", "host":
-	default:
-		bad("sandbox.driver", "%q is not a driver; use native, docker or host", c.Sandbox.Driver)
+	if !slices.Contains(drivers, c.Sandbox.Driver) {
+		bad("sandbox.driver", "%q is not a sandbox driver of this build; use one of: %s (flag --driver)", c.Sandbox.Driver, strings.Join(drivers, ", "))
 	}
 	validateLimits(c.Sandbox.Limits, bad)
 	for i, m := range c.Sandbox.Masks {
@@ -90,7 +90,7 @@ func validateLimits(l Limits, bad func(key, format string, args ...any)) {
 
 // validatePolicy checks a policy section; each allow and deny entry is
 // checked by netpolicy on its own, so a problem names its index.
-func validatePolicy(key string, p Policy, bad func(key, format string, args ...any)) {
+func validatePolicy(key string, p netpolicy.Config, bad func(key, format string, args ...any)) {
 	entry := func(list string, i int, e string, c func(string) netpolicy.Config) {
 		// netpolicy takes internationalised names as net/http dials them.
 		ascii, err := idn.Entry(e)
