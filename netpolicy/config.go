@@ -1,7 +1,7 @@
 package netpolicy
 
-// Config is a policy as written in configuration (it mirrors
-// internal/config.Policy field for field).
+// Config is a policy as written in configuration: dsh's configuration
+// (network, web.policy) and policy files decode into it directly.
 type Config struct {
 	// Default is "deny" or "public" (any globally reachable address).
 	// If empty, deny is used.
