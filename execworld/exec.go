@@ -184,7 +184,7 @@ func (e *Exec) processSpec(c *Cmd) (sandbox.ProcessSpec, error) {
 	if err != nil {
 		return sandbox.ProcessSpec{}, err
 	}
-	env, err := mergeEnv(e.w.spec.Env, c.Env)
+	env, err := mergeEnv(e.w.spec.Env, e.w.proxyEnv, c.Env)
 	if err != nil {
 		return sandbox.ProcessSpec{}, err
 	}

@@ -56,6 +56,9 @@ var checks = []check{
 	{"RootOnlyFilesUnreadable", true, checkRootOnlyFiles},
 	{"HomeCredentialsHidden", true, checkHomeCredentials},
 	{"InitSurvivesSignalsAndOOM", true, checkInit},
+	{"WorldLoopbackStaysInside", false, checkWorldLoopbackInside},
+	{"HostLoopbackOnlyByNameWhenAllowed", false, checkHostLoopbackByName},
+	{"CommandProxyEnvFollowsTheRule", false, checkCommandProxyEnv},
 }
 
 // The workspace is mounted read-write at the same path.
@@ -481,14 +484,14 @@ func checkEgress(ctx context.Context, s *suite) error {
 	if err != nil {
 		return err
 	}
-	out, err := w.probeRun(ctx, "http", s.allowed.URL+"/ok")
+	out, err := w.probeRun(ctx, "http", hostURL(s.allowed.URL, "/ok"))
 	if err != nil {
 		return err
 	}
 	if len(out) != 1 || out[0] != fmt.Sprintf("status 200 %q", s.allowToken) {
 		return fmt.Errorf("GET of the allowed server %s through the proxy: %v", s.allowed.URL, out)
 	}
-	out, err = w.probeRun(ctx, "http", s.denied.URL+"/no")
+	out, err = w.probeRun(ctx, "http", hostURL(s.denied.URL, "/no"))
 	if err != nil {
 		return err
 	}

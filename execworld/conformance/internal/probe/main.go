@@ -79,6 +79,8 @@ func main() {
 		forgeinit()
 	case "siginit":
 		siginit()
+	case "serve", "fetch":
+		proxyenv(os.Args[1], args)
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)
