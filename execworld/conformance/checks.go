@@ -59,6 +59,7 @@ var checks = []check{
 	{"WorldLoopbackStaysInside", false, checkWorldLoopbackInside},
 	{"HostLoopbackOnlyByNameWhenAllowed", false, checkHostLoopbackByName},
 	{"CommandProxyEnvFollowsTheRule", false, checkCommandProxyEnv},
+	{"LongLivedServerConn", false, checkLongLivedServer},
 }
 
 // The workspace is mounted read-write at the same path.
