@@ -3,7 +3,6 @@ package netpolicy
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"testing"
 )
@@ -50,21 +49,7 @@ func TestHostNameDecisions(t *testing.T) {
 // asking DNS, and refuses every loopback address otherwise, whatever
 // entry allows it. Without World, an address entry keeps its meaning.
 func TestWorldDialerLoopback(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	port := strconv.Itoa(int(loopbackHTTP(t)))
 	p := MustNew(Config{Allow: []string{"127.0.0.1:" + port, "host.dsh.internal:" + port, "svc.test:" + port}})
 	rec := &RecordingResolver{Next: StubResolver{"svc.test": mustAddrs("127.0.0.1")}}
 	world := &Dialer{Policy: p, Resolver: rec, World: true}

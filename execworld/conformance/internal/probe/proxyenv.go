@@ -42,12 +42,20 @@ func fetch(target string) {
 		return
 	}
 	proxy := curlProxy(u.Hostname())
-	tr := &http.Transport{}
 	if proxy != nil {
 		fmt.Printf("proxy %s\n", proxy)
-		tr.Proxy = http.ProxyURL(proxy)
 	} else {
 		fmt.Println("direct")
+	}
+	getVia(target, proxy)
+}
+
+// getVia GETs target through proxy (nil: directly) and prints "status N
+// BODY" or "error ...".
+func getVia(target string, proxy *url.URL) {
+	tr := &http.Transport{}
+	if proxy != nil {
+		tr.Proxy = http.ProxyURL(proxy)
 	}
 	c := &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	resp, err := c.Get(target)
