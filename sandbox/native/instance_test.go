@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,8 +90,7 @@ func TestEgressGoesThroughTheForwarder(t *testing.T) {
 	in := openWorld(t, spec)
 	// The name is never resolved: the proxy answers for it. The driver
 	// sets no proxy variables (execworld does), so the test gives them.
-	env := append(slices.Clone(spec.Env), "HTTP_PROXY=http://"+sandbox.ProxyAddr)
-	out, errOut, st := run(t, in, env, "/proc/self/exe", helperArg, "get", "http://egress-test.invalid/x")
+	out, errOut, st := run(t, in, withProxy(spec.Env), "/proc/self/exe", helperArg, "get", "http://egress-test.invalid/x")
 	if st.Code != 0 || !strings.Contains(out, `status 200 body "proxied egress-test.invalid"`) {
 		t.Errorf("GET through sandbox.ProxyAddr: %v\n%s%s", st, out, errOut)
 	}
