@@ -505,14 +505,21 @@ func checkEgress(ctx context.Context, s *suite) error {
 	var allowSeen, denySeen bool
 	_, deniedPort, _ := net.SplitHostPort(hostPort(s.denied.URL))
 	_, allowedPort, _ := net.SplitHostPort(hostPort(s.allowed.URL))
-	for _, l := range lines(s.audit.String()) {
-		var rec netpolicy.AuditRecord
-		if json.Unmarshal([]byte(l), &rec) != nil || rec.World != w.w.ID {
-			continue
+	// A record is written when its request ends, which may trail the
+	// response the probe saw.
+	for i := 0; i < 100 && !(allowSeen && denySeen); i++ {
+		if i > 0 {
+			time.Sleep(20 * time.Millisecond)
 		}
-		port := strconv.Itoa(int(rec.Port))
-		allowSeen = allowSeen || (rec.Verdict == "allow" && port == allowedPort)
-		denySeen = denySeen || (rec.Verdict == "deny" && port == deniedPort)
+		for _, l := range lines(s.audit.String()) {
+			var rec netpolicy.AuditRecord
+			if json.Unmarshal([]byte(l), &rec) != nil || rec.World != w.w.ID {
+				continue
+			}
+			port := strconv.Itoa(int(rec.Port))
+			allowSeen = allowSeen || (rec.Verdict == "allow" && port == allowedPort)
+			denySeen = denySeen || (rec.Verdict == "deny" && port == deniedPort)
+		}
 	}
 	if !allowSeen || !denySeen {
 		return fmt.Errorf("audit lines of world %s: allow seen %v, deny seen %v; audit:\n%s", w.w.ID, allowSeen, denySeen, s.audit.String())
