@@ -66,7 +66,7 @@ type Cmd struct {
 	// prints arrives on Stdout (the terminal turns \n into \r\n), Stderr
 	// stays empty, and Stdin or StdinPipe is typed into the terminal.
 	// Running.Resize changes the size.
-	TTY *sandbox.WindowSize
+	TTY *WindowSize
 
 	// MaxOutputBytes is the tail kept of each stream. If zero,
 	// DefaultMaxOutputBytes.
@@ -75,9 +75,12 @@ type Cmd struct {
 	// Timeout ends the command (SIGTERM to its process group, Grace,
 	// SIGKILL) and makes its status TimeoutCode. Run: if zero,
 	// DefaultTimeout; over MaxTimeout is an error. Start: if zero, no
-	// timeout (long-lived servers); ctx and Running.Stop still end it.
+	// timeout (long-lived servers); Running.Stop, Running.Shutdown and
+	// World.Close still end it.
 	Timeout time.Duration
-	// Grace is the time between SIGTERM and SIGKILL. If zero, DefaultGrace.
+	// Grace is the time between SIGTERM and SIGKILL, and in
+	// Running.Shutdown also the time a process gets to exit after its
+	// stdin closes. If zero, DefaultGrace.
 	Grace time.Duration
 }
 
@@ -104,18 +107,22 @@ func (e *Exec) Run(ctx context.Context, c *Cmd) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Run's ctx is the command's lifetime; Start's bounds the start only.
+	stop := context.AfterFunc(ctx, func() { r.end(&r.canceled) })
 	res, err := r.Wait()
+	stop()
 	if err == nil && res.Canceled {
 		err = context.Cause(ctx)
 	}
 	return res, err
 }
 
-// Start starts c and returns at once. The process lives until it exits,
-// its Timeout passes, ctx is cancelled, Running.Stop is called or the
-// world closes; each of these ends its whole process group. Pass a ctx
-// that lives as long as the process should (context.WithoutCancel for a
-// server that outlives a request).
+// Start starts c and returns at once. ctx bounds the start only, as a
+// driver's Start does: cancelling it later does not touch the process,
+// so a server started while handling a request outlives the request.
+// The process lives until it exits, its Timeout passes, Running.Stop or
+// Running.Shutdown is called or the world closes; each of these ends its
+// whole process group.
 func (e *Exec) Start(ctx context.Context, c *Cmd) (*Running, error) {
 	w := e.w
 	if w.isClosed() {
@@ -166,7 +173,7 @@ func (e *Exec) Start(ctx context.Context, c *Cmd) (*Running, error) {
 		proc.Wait()
 		return nil, err
 	}
-	r.start(ctx, c.Timeout)
+	r.start(c.Timeout)
 	return r, nil
 }
 
@@ -184,11 +191,11 @@ func (e *Exec) processSpec(c *Cmd) (sandbox.ProcessSpec, error) {
 	if err != nil {
 		return sandbox.ProcessSpec{}, err
 	}
-	env, err := mergeEnv(e.w.spec.Env, c.Env)
+	env, err := mergeEnv(e.w.spec.Env, e.w.proxyEnv, c.Env)
 	if err != nil {
 		return sandbox.ProcessSpec{}, err
 	}
-	var tty *sandbox.WindowSize
+	var tty *WindowSize
 	if c.TTY != nil {
 		if !c.TTY.Valid() {
 			return sandbox.ProcessSpec{}, fmt.Errorf("%w: terminal size %dx%d: rows and columns must be at least 1", ErrInvalidCmd, c.TTY.Rows, c.TTY.Cols)

@@ -1,7 +1,6 @@
 package execworld
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"sync"
@@ -14,7 +13,7 @@ import (
 // Result is how a command ended and what it printed.
 type Result struct {
 	// Status is the exit code or the signal that killed the process.
-	Status sandbox.ExitStatus
+	Status ExitStatus
 	// TimedOut reports whether the Timeout ended the command.
 	TimedOut bool
 	// Canceled reports whether ctx or Running.Stop ended the command.
@@ -64,6 +63,8 @@ type Running struct {
 	stops    []func() bool // timer and ctx watchers to disarm at exit
 
 	termOnce sync.Once
+	connOnce sync.Once
+	conn     *conn
 	res      *Result
 	err      error
 }
@@ -127,23 +128,22 @@ func (d *dropOnError) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (r *Running) start(ctx context.Context, timeout time.Duration) {
-	r.mu.Lock()
+func (r *Running) start(timeout time.Duration) {
 	if timeout > 0 {
-		t := time.AfterFunc(timeout, func() {
-			if r.markEnd(&r.timedOut) {
-				r.terminate()
-			}
-		})
+		t := time.AfterFunc(timeout, func() { r.end(&r.timedOut) })
+		r.mu.Lock()
 		r.stops = append(r.stops, t.Stop)
+		r.mu.Unlock()
 	}
-	r.stops = append(r.stops, context.AfterFunc(ctx, func() {
-		if r.markEnd(&r.canceled) {
-			r.terminate()
-		}
-	}))
-	r.mu.Unlock()
 	go r.wait()
+}
+
+// end terminates the command for the reason flag records, unless it
+// already exited or another reason came first.
+func (r *Running) end(flag *bool) {
+	if r.markEnd(flag) {
+		r.terminate()
+	}
 }
 
 // markEnd records why the command is being ended, unless it already
@@ -238,17 +238,13 @@ func (r *Running) Stdout() io.Reader { return r.stdout }
 func (r *Running) Signal(sig syscall.Signal) error { return r.proc.Signal(sig) }
 
 // Resize changes the size of the command's terminal (Cmd.TTY); the
-// program gets SIGWINCH. Without a terminal it returns sandbox.ErrNoTTY.
-func (r *Running) Resize(size sandbox.WindowSize) error { return r.proc.Resize(size) }
+// program gets SIGWINCH. Without a terminal it returns ErrNoTTY.
+func (r *Running) Resize(size WindowSize) error { return r.proc.Resize(size) }
 
 // Stop ends the command as a cancel does: SIGTERM to its group, the grace,
 // then SIGKILL. Its Result reports Canceled. It returns at once; Wait for
 // the Result.
-func (r *Running) Stop() {
-	if r.markEnd(&r.canceled) {
-		r.terminate()
-	}
-}
+func (r *Running) Stop() { r.end(&r.canceled) }
 
 // Done is closed when the Result is ready.
 func (r *Running) Done() <-chan struct{} { return r.done }

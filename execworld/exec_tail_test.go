@@ -28,7 +28,7 @@ func TestTailKeepsExactlyTheLastBytes(t *testing.T) {
 }
 
 func TestMergeEnv(t *testing.T) {
-	got, err := mergeEnv([]string{"PATH=/bin", "HOME=/w", "LANG=C"}, []string{"HOME=/x", "NEW=1", "HOME=/y"})
+	got, err := mergeEnv([]string{"PATH=/bin", "HOME=/w", "LANG=C"}, nil, []string{"HOME=/x", "NEW=1", "HOME=/y"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestMergeEnv(t *testing.T) {
 		t.Fatalf("mergeEnv = %q, want %q", s, want)
 	}
 	for _, bad := range []string{"NOEQUALS", "=v", "K=a\x00b"} {
-		if _, err := mergeEnv(nil, []string{bad}); err == nil {
+		if _, err := mergeEnv(nil, nil, []string{bad}); err == nil {
 			t.Errorf("mergeEnv(%q) succeeded; want an error", bad)
 		}
 	}

@@ -72,11 +72,12 @@ type World struct {
 	// Net is dsh's own egress on the world's behalf.
 	Net *Net
 
-	backend string
-	spec    *sandbox.Spec
-	inst    sandbox.Instance
-	proxy   *proxy.Proxy
-	log     *slog.Logger
+	backend  string
+	spec     *sandbox.Spec
+	inst     sandbox.Instance
+	proxy    *proxy.Proxy
+	proxyEnv []string // every process's proxy variables; nil without egress
+	log      *slog.Logger
 
 	mu      sync.Mutex // guards the fields below
 	closed  bool
@@ -137,7 +138,7 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 	spec.Egress = nil
 	if opts.Egress != nil {
 		w.proxy = proxy.New(
-			&netpolicy.Dialer{Policy: opts.Egress, Resolver: opts.Resolver},
+			&netpolicy.Dialer{Policy: opts.Egress, Resolver: opts.Resolver, World: true},
 			&proxy.Options{World: id, Audit: opts.Audit, Metrics: opts.ProxyMetrics, Logger: w.log},
 		)
 		spec.Egress = w.proxy
@@ -150,6 +151,13 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 		return nil, fmt.Errorf("execworld: opening a %s sandbox: %w", backend.Name(), err)
 	}
 	w.inst = inst
+	if w.proxy != nil {
+		addr := sandbox.ProxyAddr
+		if pa, ok := inst.(sandbox.ProxyAddresser); ok {
+			addr = pa.ProxyAddr()
+		}
+		w.proxyEnv = proxyEnv(addr)
+	}
 	return w, nil
 }
 

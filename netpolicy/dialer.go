@@ -25,6 +25,11 @@ type Dialer struct {
 	Policy *Policy
 	// Resolver looks up names. If nil, net.DefaultResolver is used.
 	Resolver Resolver
+	// World marks the dialer of a world's egress proxy: a loopback
+	// address (127.0.0.0/8, ::1, localhost) is then the world's own and
+	// refused whatever the Policy says; the host's loopback is reached
+	// only as HostName (see HostName).
+	World bool
 	// Timeout bounds connecting (all addresses together). If zero, 10s.
 	Timeout time.Duration
 	// OnConnect, if non-nil, is called from the Control hook after the
@@ -63,6 +68,18 @@ func (d *Dialer) resolver() Resolver {
 // be made on the addresses (invalid host: ErrInvalidTarget; resolution
 // failure); the Decision is then a denial that says why.
 func (d *Dialer) Check(ctx context.Context, host string, port uint16) (Decision, []netip.Addr, error) {
+	dec, addrs, err := d.check(ctx, host, port)
+	if err == nil && dec.Verdict == Allow && d.World && dec.Host != HostName {
+		for _, a := range addrs {
+			if a.Unmap().IsLoopback() {
+				return worldLoopback(dec, a.Unmap()), addrs, nil
+			}
+		}
+	}
+	return dec, addrs, err
+}
+
+func (d *Dialer) check(ctx context.Context, host string, port uint16) (Decision, []netip.Addr, error) {
 	p := d.policy()
 	info, err := parseHostBracket(host, host)
 	if err != nil {
@@ -73,8 +90,9 @@ func (d *Dialer) Check(ctx context.Context, host string, port uint16) (Decision,
 	if info.addr.IsValid() {
 		return p.Decide(host, info.addr, port), []netip.Addr{info.addr}, nil
 	}
-	if info.localhost {
-		// RFC 6761: localhost names are loopback; never ask DNS.
+	if info.localhost || info.hostLoopback {
+		// RFC 6761: localhost names are loopback; never ask DNS. Nor for
+		// HostName, which is the host's loopback by definition.
 		return p.Decide(info.name, loopbackV4, port), []netip.Addr{loopbackV4}, nil
 	}
 	// Judge the name first: a name that no name rule could allow is never
@@ -234,10 +252,16 @@ func (d *Dialer) dialChecked(ctx context.Context, network, host string, t netip.
 // Transport returns an http.Transport that dials only through d: no
 // proxy from the environment (Proxy is nil), no client certificates or
 // other ambient credentials.
-func (d *Dialer) Transport() *http.Transport {
+func (d *Dialer) Transport() *http.Transport { return NewTransport(d.DialContext) }
+
+// NewTransport returns the http.Transport of a guarded dial function
+// (Dialer.Transport for any dialer, such as a world's Net): every
+// connection made by dial, no proxy from the environment, no client
+// certificates or other ambient credentials.
+func NewTransport(dial func(ctx context.Context, network, address string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
 		Proxy:                 nil,
-		DialContext:           d.DialContext,
+		DialContext:           dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          32,
 		IdleConnTimeout:       90 * time.Second,

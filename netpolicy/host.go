@@ -16,6 +16,9 @@ type hostInfo struct {
 	// localhost is set for "localhost" and names under ".localhost"
 	// (RFC 6761 §6.3): they are loopback and never resolved.
 	localhost bool
+	// hostLoopback is set for HostName: the host's loopback, never
+	// resolved, reached only by an allow entry naming it.
+	hostLoopback bool
 }
 
 // String returns the canonical spelling of the host.
@@ -124,6 +127,7 @@ func parseHost(in string) (hostInfo, error) {
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		info.localhost = true
 	}
+	info.hostLoopback = h == HostName
 	return info, nil
 }
 

@@ -87,12 +87,14 @@ func MustNew(c Config) *Policy {
 // any spelling is judged as that address.
 //
 // The order is fixed and the first match wins: always-deny (cloud
-// metadata), explicit deny, a name no name rule could allow (see
+// metadata), explicit deny, HostName (allowed only by an entry naming
+// it; see decideHostLoopback), a name no name rule could allow (see
 // MayResolve), special-purpose addresses (unless an IP or CIDR allow
 // entry covers the address), explicit allow, the default.
 func (p *Policy) Decide(host string, addr netip.Addr, port uint16) Decision {
 	d := Decision{Host: host, Port: port}
-	name := false // host is a name that only DNS could turn into addresses
+	name := false         // host is a name that only DNS could turn into addresses
+	hostLoopback := false // host is HostName
 	if host != "" {
 		info, err := parseHostBracket(host, host)
 		if err != nil {
@@ -111,16 +113,22 @@ func (p *Policy) Decide(host string, addr netip.Addr, port uint16) Decision {
 				return d
 			}
 			addr = ha
-		case info.localhost && !addr.IsValid():
+		case (info.localhost || info.hostLoopback) && !addr.IsValid():
 			addr = loopbackV4
 		case info.localhost && !addr.Unmap().IsLoopback():
 			d.Addr = addr
 			d.Stage, d.Rule = StageInvalid, "invalid"
 			d.Reason = "invalid: " + info.name + " is a localhost name (RFC 6761) but the connection is to " + addr.String()
 			return d
+		case info.hostLoopback && addr.WithZone("").Unmap() != loopbackV4:
+			d.Addr = addr
+			d.Stage, d.Rule = StageInvalid, "invalid"
+			d.Reason = "invalid: " + HostName + " is the host's loopback 127.0.0.1 but the connection is to " + addr.String()
+			return d
 		}
 		host = info.name
-		name = !info.addr.IsValid() && !info.localhost
+		hostLoopback = info.hostLoopback
+		name = !info.addr.IsValid() && !info.localhost && !info.hostLoopback
 	} else if !addr.IsValid() {
 		d.Stage, d.Rule, d.Reason = StageInvalid, "invalid", "invalid: neither host nor address given"
 		return d
@@ -158,6 +166,11 @@ func (p *Policy) Decide(host string, addr netip.Addr, port uint16) Decision {
 		if hit {
 			return p.denied(d, StageDeny, "deny:"+r.text, "matches deny entry "+strconv.Quote(r.text))
 		}
+	}
+
+	// The host's loopback by its name: only an entry naming it.
+	if hostLoopback {
+		return p.decideHostLoopback(d, port)
 	}
 
 	// 3. a name no name rule could allow: never resolved, so its

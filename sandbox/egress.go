@@ -160,3 +160,16 @@ func (l *streamListener) Close() error {
 }
 
 func (l *streamListener) Addr() net.Addr { return l.addr }
+
+// ProxyAddr is the address inside every confining world where its init
+// relays connections to the world's egress proxy, on the world's own
+// loopback. The drivers make the init listen there; execworld points the
+// proxy variables of every process at it.
+const ProxyAddr = "127.0.0.1:3128"
+
+// ProxyAddresser is implemented by an Instance whose processes reach the
+// egress proxy elsewhere than ProxyAddr: the host driver, whose "inside"
+// is the host's own loopback, where a fixed port may be taken.
+type ProxyAddresser interface {
+	ProxyAddr() string
+}

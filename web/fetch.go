@@ -28,7 +28,7 @@ type Result struct {
 }
 
 // Fetcher fetches URLs with the reference's transport hygiene, every
-// connection made through a netpolicy.Dialer. It is safe for concurrent
+// connection made through its Dialer. It is safe for concurrent
 // use and keeps idle connections until Close.
 type Fetcher struct {
 	opts   FetchOptions
@@ -55,7 +55,7 @@ func NewFetcher(opts *FetchOptions) (*Fetcher, error) {
 			}
 			d = &netpolicy.Dialer{Policy: p}
 		}
-		t := d.Transport()
+		t := netpolicy.NewTransport(d.DialContext)
 		// The Dialer's transport already has no proxy; say it again here
 		// because an HTTP(S)_PROXY from the environment would carry the
 		// request past the policy check to a proxy that dials for us.

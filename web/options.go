@@ -1,10 +1,10 @@
 package web
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"time"
-
-	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // Reference defaults of the fetcher (the harness's HTTP fetcher).
@@ -19,12 +19,21 @@ const (
 // acceptHeader is the fixed Accept header of every fetch.
 const acceptHeader = "text/html,application/xhtml+xml,text/*;q=0.9,application/json;q=0.8"
 
+// Dialer is what a Fetcher connects through. It must refuse what its
+// policy refuses: the Fetcher makes no connection any other way.
+type Dialer interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+}
+
 // FetchOptions configures a Fetcher. The zero value gives the reference
 // defaults under the web default policy (public addresses, ports 80 and 443).
 type FetchOptions struct {
-	// Dialer makes every connection, redirect hops included. If nil, a
-	// Dialer with netpolicy.WebDefault() and the system resolver is used.
-	Dialer *netpolicy.Dialer
+	// Dialer makes every connection, redirect hops included: a
+	// *netpolicy.Dialer, or a world's execworld.Net so that a fetch on the
+	// world's behalf goes through that world's policy. If nil, a
+	// netpolicy.Dialer with netpolicy.WebDefault() and the system resolver
+	// is used.
+	Dialer Dialer
 	// Transport, if set, replaces the Dialer's transport. It is a seam for
 	// tests and benchmarks: whoever sets it answers for egress policy.
 	Transport http.RoundTripper

@@ -199,6 +199,8 @@ func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd, sigs 
 	if err != nil {
 		return nil, err
 	}
+	// Start's ctx bounds the start only; here ctx is the command's life.
+	defer context.AfterFunc(ctx, r.Stop)()
 	if tty != nil {
 		tty.follow(r)
 	}

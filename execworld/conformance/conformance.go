@@ -209,9 +209,11 @@ func (s *suite) spec(ws string) *sandbox.Spec {
 	return spec
 }
 
-// egressPolicy allows exactly the allowed server.
+// egressPolicy allows exactly the allowed server, on the host's
+// loopback, by the name worlds reach it by (netpolicy.HostName).
 func (s *suite) egressPolicy() (*netpolicy.Policy, error) {
-	return netpolicy.New(netpolicy.Config{Default: "deny", Allow: []string{hostPort(s.allowed.URL)}})
+	_, port, _ := net.SplitHostPort(hostPort(s.allowed.URL))
+	return netpolicy.New(netpolicy.Config{Default: "deny", Allow: []string{net.JoinHostPort(netpolicy.HostName, port)}})
 }
 
 // open starts a world with its own workspace under the suite's egress

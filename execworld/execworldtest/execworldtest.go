@@ -98,6 +98,11 @@ func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.P
 	return proc, nil
 }
 
+// ProxyAddr is the host driver's: the fake serves egress as it does.
+func (in *instance) ProxyAddr() string {
+	return in.inner.(sandbox.ProxyAddresser).ProxyAddr()
+}
+
 func (in *instance) Close() error {
 	err := in.inner.Close()
 	in.once.Do(func() {

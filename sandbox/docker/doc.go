@@ -16,7 +16,7 @@
 // A world with Egress gets a unix socket, mounted read-only inside, where
 // the init makes its one egress broker connection (accepted only from the
 // container's PID 1, then the socket is removed); the init's relay listens
-// on 127.0.0.1:3128 and HTTP_PROXY points there (egress.go). This
+// on sandbox.ProxyAddr and execworld points HTTP_PROXY there (egress.go). This
 // replaced an internal bridge network per world after measuring it
 // (docs/BENCHMARKS.md): joining a user-defined network costs about a
 // whole `docker run --rm` more per world, and such a network still routes

@@ -171,17 +171,15 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		Labels:     labels,
 	}
 	plan.Home, _ = os.UserHomeDir()
-	var proxyEnv []string
 	if spec.Egress != nil {
 		if err := w.openEgress(); err != nil {
 			return nil, err
 		}
 		plan.EgressDir = w.egressDir
 		plan.ResolvConf = w.resolvConf
-		proxyEnv = proxyVars()
 	}
-	plan.Env = mergeEnv(spec.Env, proxyEnv, []string{initConfig(spec)})
-	w.env = mergeEnv(imgEnv, spec.Env, proxyEnv)
+	plan.Env = mergeEnv(spec.Env, []string{initConfig(spec)})
+	w.env = mergeEnv(imgEnv, spec.Env)
 
 	cfg, host, err := containerConfig(spec, plan)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,7 +26,7 @@ import (
 // one connection only after checking its peer is the container's PID 1,
 // then closes the listener and removes the socket, so no later process —
 // of this world or any other — finds a way in. The init's relay listens
-// on 127.0.0.1:3128 inside and HTTP_PROXY points there; each connection
+// on sandbox.ProxyAddr inside (execworld points HTTP_PROXY there); each connection
 // it relays is a fresh socket pair the broker hands out, served by the
 // world's proxy.
 //
@@ -41,9 +40,6 @@ import (
 const (
 	egressMountPath = "/.dsh/egress"
 	egressSocket    = "egress.sock"
-	// proxyPort is where the init's relay listens inside every world
-	// with egress, on the world's own loopback.
-	proxyPort = 3128
 	// brokerWait bounds how long Open waits for the init's broker
 	// connection once the init answers (it connects before it serves).
 	brokerWait = 10 * time.Second
@@ -138,14 +134,8 @@ func initConfig(spec *sandbox.Spec) string {
 	cfg := pid1.Config{Filter: true, UnixSockets: spec.UnixSockets}
 	if spec.Egress != nil {
 		cfg.EgressSocket = egressMountPath + "/" + egressSocket
-		cfg.ProxyAddr = "127.0.0.1:" + strconv.Itoa(proxyPort)
+		cfg.ProxyAddr = sandbox.ProxyAddr
 	}
 	b, _ := json.Marshal(cfg) // plain fields: cannot fail
 	return pid1.ConfigEnv + "=" + string(b)
-}
-
-// proxyVars points every proxy variable at the relay.
-func proxyVars() []string {
-	u := "http://127.0.0.1:" + strconv.Itoa(proxyPort)
-	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
 }

@@ -56,13 +56,13 @@ func (w *world) isClosed() bool {
 func (w *world) ID() string { return w.id }
 
 // Env returns the base environment of the world's processes: the image's
-// environment, the Spec's, and the proxy variables. Start merges a
+// environment and the Spec's. Start merges a
 // process's own Env over it.
 func (w *world) Env() []string { return append([]string(nil), w.env...) }
 
 // Start starts a process through the init. The process's Env is merged
 // over the world's base environment (the process wins), so PATH from the
-// image and the proxy variables are there unless overridden. An empty Dir
+// image is there unless overridden (execworld sets the proxy variables). An empty Dir
 // is the workspace.
 func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Process, error) {
 	if w.isClosed() {

@@ -27,9 +27,10 @@ func New() *Driver { return &Driver{} }
 func (*Driver) Name() string { return Name }
 
 // Open checks the Spec as every driver does (sandbox.Validate) and, when
-// spec.Egress is set, serves it on a loopback listener that HTTP_PROXY and
-// HTTPS_PROXY point at (processes that honour them go through the policy;
-// nothing forces the others to).
+// spec.Egress is set, serves it on a loopback listener of a free port,
+// which ProxyAddr tells execworld to point the proxy variables at
+// (processes that honour them go through the policy; nothing forces the
+// others to).
 func (*Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error) {
 	if spec == nil {
 		return nil, errors.New("host: nil spec")
@@ -47,11 +48,6 @@ func (*Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, 
 			return nil, fmt.Errorf("host: egress listener: %w", err)
 		}
 		in.egress = l
-		url := "http://" + l.Addr().String()
-		in.proxyEnv = []string{
-			"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url,
-			"http_proxy=" + url, "https_proxy=" + url,
-		}
 		in.serveDone = make(chan struct{})
 		go func() {
 			defer close(in.serveDone)
@@ -64,7 +60,6 @@ func (*Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, 
 // Instance is a set of host processes started for one world.
 type Instance struct {
 	workspace string
-	proxyEnv  []string
 	egress    net.Listener
 	serveDone chan struct{}
 
@@ -74,6 +69,15 @@ type Instance struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// ProxyAddr is where the egress proxy listens (sandbox.ProxyAddresser),
+// or "" without egress.
+func (in *Instance) ProxyAddr() string {
+	if in.egress == nil {
+		return ""
+	}
+	return in.egress.Addr().String()
 }
 
 // Start starts p as a host process in a new process group.
@@ -87,11 +91,10 @@ func (in *Instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.P
 	if dir == "" {
 		dir = in.workspace
 	}
-	env := append(append([]string{}, p.Env...), in.proxyEnv...)
 	if p.TTY != nil && !p.TTY.Valid() {
 		return nil, fmt.Errorf("host: terminal size %dx%d: rows and columns must be at least 1", p.TTY.Rows, p.TTY.Cols)
 	}
-	proc, err := start(p.Argv, dir, env, p.Stdin, p.TTY)
+	proc, err := start(p.Argv, dir, p.Env, p.Stdin, p.TTY)
 	if err != nil {
 		return nil, err
 	}

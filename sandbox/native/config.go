@@ -18,10 +18,6 @@ import (
 // stage 1. Stage 1 clears the environment before it executes anything.
 const configEnv = "DSH_NATIVE_INIT"
 
-// DefaultProxyPort is the loopback port inside a world where the egress
-// forwarder listens when Options.ProxyPort is zero.
-const DefaultProxyPort = 3128
-
 // rootMasks are hidden in addition to Spec.Masks when dsh runs as root.
 // Its worlds never hold host uid 0 (idmap.go), so permissions already
 // protect root-only files; the list is a second layer. /home holds other

@@ -22,9 +22,6 @@ type Options struct {
 	// caller needs it delegated: the directory, its cgroup.procs (and
 	// tasks on v1) owned by the caller. If empty, "dsh-native".
 	CgroupParent string
-	// ProxyPort is the loopback port inside each world where the egress
-	// forwarder listens. If zero, DefaultProxyPort.
-	ProxyPort int
 	// IDBase is the first host uid and gid of the 65536 ids a root dsh's
 	// worlds are mapped to. If zero, the range /etc/subuid and
 	// /etc/subgid give user "dsh" (else "root"), else DefaultIDBase.
@@ -51,13 +48,6 @@ func New(opts *Options) *Driver {
 // Name returns "native".
 func (d *Driver) Name() string { return "native" }
 
-func (d *Driver) proxyPort() int {
-	if d.opts.ProxyPort > 0 {
-		return d.opts.ProxyPort
-	}
-	return DefaultProxyPort
-}
-
 func (d *Driver) cgroupParent() (string, error) {
 	if d.opts.CgroupParent == "" {
 		return cgroupParent, nil
@@ -72,5 +62,5 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance
 	if err != nil {
 		return nil, err
 	}
-	return newInstance(l, spec, d.proxyPort())
+	return newInstance(l)
 }

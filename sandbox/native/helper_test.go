@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -192,3 +193,9 @@ func sandboxMount(typ string) specsMount {
 }
 
 func sandboxRlimit(typ string) specsRlimit { return specsRlimit{Type: typ, Hard: 1, Soft: 1} }
+
+// withProxy is env with HTTP_PROXY at the init's relay, as execworld sets
+// it (the driver sets no proxy variables).
+func withProxy(env []string) []string {
+	return append(slices.Clone(env), "HTTP_PROXY=http://"+sandbox.ProxyAddr)
+}

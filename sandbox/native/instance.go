@@ -3,7 +3,6 @@ package native
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 
 	"github.com/dsh-dev/dsh/sandbox"
@@ -12,10 +11,9 @@ import (
 
 // instance is one running world.
 type instance struct {
-	l        *launch
-	client   *pid1.Client
-	proxyEnv []string // nil without egress
-	fate     *initFate
+	l      *launch
+	client *pid1.Client
+	fate   *initFate
 
 	closeOnce sync.Once
 	closeErr  error
@@ -23,39 +21,23 @@ type instance struct {
 	closed    bool
 }
 
-func newInstance(l *launch, spec *sandbox.Spec, port int) (*instance, error) {
+func newInstance(l *launch) (*instance, error) {
 	c, err := pid1.NewClient(pid1.JoinConn(l.ctlR, l.ctlW))
 	if err != nil {
 		l.cleanup()
 		return nil, err
 	}
-	in := &instance{l: l, client: c, fate: &initFate{pid: l.cmd.Process.Pid, cg: l.cg}}
-	if spec.Egress != nil {
-		in.proxyEnv = proxyEnv(port)
-	}
-	return in, nil
+	return &instance{l: l, client: c, fate: &initFate{pid: l.cmd.Process.Pid, cg: l.cg}}, nil
 }
 
-// Start starts a process in the world. With egress, HTTP_PROXY and
-// HTTPS_PROXY (both cases) point at the forwarder, replacing any value
-// in p.Env: inside, the forwarder is the only way out.
+// Start starts a process in the world with exactly p.Env (execworld
+// sets the proxy variables).
 func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Process, error) {
 	in.mu.Lock()
 	closed := in.closed
 	in.mu.Unlock()
 	if closed {
 		return nil, ErrClosed
-	}
-	if in.proxyEnv != nil {
-		env := make([]string, 0, len(p.Env)+len(in.proxyEnv))
-		for _, kv := range p.Env {
-			k, _, _ := strings.Cut(kv, "=")
-			if strings.EqualFold(k, "HTTP_PROXY") || strings.EqualFold(k, "HTTPS_PROXY") {
-				continue
-			}
-			env = append(env, kv)
-		}
-		p.Env = append(env, in.proxyEnv...)
 	}
 	proc, err := in.client.Start(ctx, p)
 	if err != nil {

@@ -88,15 +88,11 @@ func TestEgressGoesThroughTheForwarder(t *testing.T) {
 	spec := sandbox.DefaultSpec(t.TempDir())
 	spec.Egress = &fakeProxy{}
 	in := openWorld(t, spec)
-	// The name is never resolved: the proxy answers for it.
-	out, errOut, st := run(t, in, spec.Env, "/proc/self/exe", helperArg, "get", "http://egress-test.invalid/x")
+	// The name is never resolved: the proxy answers for it. The driver
+	// sets no proxy variables (execworld does), so the test gives them.
+	out, errOut, st := run(t, in, withProxy(spec.Env), "/proc/self/exe", helperArg, "get", "http://egress-test.invalid/x")
 	if st.Code != 0 || !strings.Contains(out, `status 200 body "proxied egress-test.invalid"`) {
-		t.Errorf("GET through HTTP_PROXY: %v\n%s%s", st, out, errOut)
-	}
-	out, _, _ = run(t, in, spec.Env, "sh", "-c", "env | grep -i _proxy= | sort")
-	want := "HTTPS_PROXY=http://127.0.0.1:3128\nHTTP_PROXY=http://127.0.0.1:3128\nhttp_proxy=http://127.0.0.1:3128\nhttps_proxy=http://127.0.0.1:3128\n"
-	if out != want {
-		t.Errorf("proxy environment = %q, want %q", out, want)
+		t.Errorf("GET through sandbox.ProxyAddr: %v\n%s%s", st, out, errOut)
 	}
 }
 

@@ -2,9 +2,11 @@ package native
 
 import (
 	"fmt"
-	"strconv"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // loopbackUp brings lo up in the sandbox's network namespace (it starts
@@ -29,9 +31,7 @@ func loopbackUp() error {
 	return nil
 }
 
-// proxyEnv returns the environment entries that point HTTP clients at the
-// forwarder inside the sandbox.
-func proxyEnv(port int) []string {
-	u := "http://127.0.0.1:" + strconv.Itoa(port)
-	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
-}
+// proxyPort is where the init's relay listens on the world's loopback:
+// the port of sandbox.ProxyAddr, which execworld points the proxy
+// variables at.
+var proxyPort = int(netip.MustParseAddrPort(sandbox.ProxyAddr).Port())

@@ -127,7 +127,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 		defer brokerChild.Close()
 		go sandbox.ServeEgress(l.broker, spec.Egress)
 		cfg.Egress = true
-		cfg.ProxyPort = d.proxyPort()
+		cfg.ProxyPort = proxyPort
 	}
 	if wantLimits {
 		if l.cg, err = newCgroup(parent, l.id, res); err != nil {

@@ -57,7 +57,7 @@ func unprivHelper(ws string) int {
 		fmt.Println("start on a terminal:", err)
 	}
 	// Egress through the forwarder and the unix socket, as this user.
-	if p, err = in.Start(context.Background(), sandbox.ProcessSpec{Env: spec.Env, Argv: []string{"/proc/self/exe", helperArg, "get", "http://egress-test.invalid/"}}); err == nil {
+	if p, err = in.Start(context.Background(), sandbox.ProcessSpec{Env: withProxy(spec.Env), Argv: []string{"/proc/self/exe", helperArg, "get", "http://egress-test.invalid/"}}); err == nil {
 		go io.Copy(os.Stderr, p.Stderr())
 		io.Copy(os.Stdout, p.Stdout())
 		p.Wait()

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -79,6 +78,8 @@ func main() {
 		forgeinit()
 	case "siginit":
 		siginit()
+	case "serve", "fetch":
+		proxyenv(os.Args[1], args)
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)
@@ -137,15 +138,7 @@ func get(target string) {
 		fmt.Printf("noproxy %q: %v\n", p, err)
 		return
 	}
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
-	resp, err := c.Get(target)
-	if err != nil {
-		fmt.Printf("error %v\n", oneLine(err))
-		return
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-	fmt.Printf("status %d %q\n", resp.StatusCode, b)
+	getVia(target, pu)
 }
 
 // write tests whether each directory takes a new file. It uses an
