@@ -65,19 +65,20 @@ type Spec struct {
 	// world can connect to any socket in its view that its identity may
 	// write, including sockets in its workspace.
 	UnixSockets bool
-	// Egress serves the sandbox's only way out. The driver creates a
-	// listener reachable from inside the sandbox (a unix socket forwarded
-	// by the init, or an address on an internal network), hands it to
-	// Egress.Serve, and points HTTP_PROXY and HTTPS_PROXY at it. If nil,
-	// the sandbox has no network at all.
-	Egress EgressServer
+	// Egress gives the world the egress proxy at the one in-world address
+	// (HTTP_PROXY and HTTPS_PROXY point at it), served by the
+	// EgressServer the caller passes in OpenOptions. If false, the world
+	// has no network at all.
+	Egress bool
 	// Labels are attached to every resource a driver creates, beside
 	// dsh's own labels, so leftovers can be found and reaped.
 	Labels map[string]string
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's
-// Proxy implements it). Serve returns when the listener is closed.
+// Proxy implements it). Serve returns when the listener is closed. It is
+// passed beside the Spec (OpenOptions.Egress), never in it: a Spec is
+// data.
 type EgressServer interface {
 	Serve(l net.Listener) error
 }

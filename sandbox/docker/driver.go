@@ -2,8 +2,6 @@ package docker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -106,7 +104,7 @@ func New(opts *Options) (*Driver, error) {
 }
 
 // Name returns "docker".
-func (d *Driver) Name() string { return "docker" }
+func (d *Driver) Name() string { return sandbox.DriverDocker }
 
 // Close releases the engine client the driver made. Worlds are closed by
 // their own Close.
@@ -117,10 +115,11 @@ func (d *Driver) Close() error {
 	return nil
 }
 
-// Open starts a world for spec: its network (when spec.Egress is set),
-// its container with the init as PID 1, and the init's connection.
-// Everything made before a failure is removed again.
-func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instance, err error) {
+// Open starts a world for spec: its container, named and labelled after
+// opts.ID, with the init as PID 1, the init's connection, and with
+// spec.Egress the broker that opts.Egress serves. Everything made before
+// a failure is removed again.
+func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (_ sandbox.Instance, err error) {
 	if spec == nil {
 		return nil, &specError{field: "", msg: "nil Spec"}
 	}
@@ -130,6 +129,14 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		}
 	})
 	ws, err := sandbox.Validate(spec)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	id, err := opts.WorldID()
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	egress, err := opts.EgressFor(spec)
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -153,7 +160,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 	}
 	user, groups := worldUser(spec, imgUser)
 
-	w := &world{d: d, id: newWorldID(), workspace: spec.Workspace}
+	w := &world{d: d, id: id, workspace: spec.Workspace}
 	defer func() {
 		if err != nil {
 			if terr := w.teardown(); terr != nil {
@@ -172,7 +179,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 	}
 	plan.Home, _ = os.UserHomeDir()
 	var proxyEnv []string
-	if spec.Egress != nil {
+	if spec.Egress {
 		if err := w.openEgress(); err != nil {
 			return nil, err
 		}
@@ -206,7 +213,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 	if w.init, err = d.dial(ctx, w.conn); err != nil {
 		return nil, w.initFailed(err)
 	}
-	if spec.Egress != nil {
+	if spec.Egress {
 		ins, err := d.cli.ContainerInspect(ctx, created.ID)
 		if err != nil {
 			return nil, fmt.Errorf("docker: inspecting the world container: %w", err)
@@ -214,7 +221,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		if ins.State == nil || ins.State.Pid == 0 {
 			return nil, fmt.Errorf("docker: the world container has no running init")
 		}
-		if err := w.acceptBroker(ins.State.Pid, spec.Egress); err != nil {
+		if err := w.acceptBroker(ins.State.Pid, egress); err != nil {
 			return nil, err
 		}
 	}
@@ -272,12 +279,4 @@ func mergeEnv(lists ...[]string) []string {
 		}
 	}
 	return out
-}
-
-func newWorldID() string {
-	var b [6]byte
-	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
-		panic(err) // crypto/rand never fails on Linux
-	}
-	return hex.EncodeToString(b[:])
 }

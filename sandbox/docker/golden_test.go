@@ -25,7 +25,7 @@ func TestContainerConfigGolden(t *testing.T) {
 		Entrypoint: []string{initMountPath, initArg},
 		Env:        mergeEnv(spec.Env, proxyVars()),
 		EgressDir:  "/tmp/dsh-world-x/egress", ResolvConf: "/tmp/dsh-world-x/resolv.conf",
-		Labels: map[string]string{LabelManaged: "true", LabelWorld: "0123456789ab"},
+		Labels: map[string]string{sandbox.LabelManaged: "true", sandbox.LabelWorld: "0123456789ab"},
 	}
 	cfg, host, err := containerConfig(spec, plan)
 	if err != nil {

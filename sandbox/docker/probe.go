@@ -103,7 +103,7 @@ func trial(ctx context.Context, d *Driver, image string) error {
 	}
 	spec := sandbox.DefaultSpec(ws)
 	spec.Image = image
-	inst, err := d.Open(ctx, spec)
+	inst, err := d.Open(ctx, spec, nil)
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,15 @@ import (
 
 func open(t *testing.T, spec *sandbox.Spec) sandbox.Instance {
 	t.Helper()
+	return openWith(t, spec, nil)
+}
+
+func openWith(t *testing.T, spec *sandbox.Spec, opts *sandbox.OpenOptions) sandbox.Instance {
+	t.Helper()
 	if spec == nil {
 		spec = sandbox.DefaultSpec(t.TempDir())
 	}
-	in, err := host.New().Open(context.Background(), spec)
+	in, err := host.New().Open(context.Background(), spec, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +140,7 @@ func waitDead(t *testing.T, pid int) {
 }
 
 func TestCloseKillsProcessGroups(t *testing.T) {
-	in, err := host.New().Open(context.Background(), sandbox.DefaultSpec(t.TempDir()))
+	in, err := host.New().Open(context.Background(), sandbox.DefaultSpec(t.TempDir()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +186,8 @@ func (echoServer) Serve(l net.Listener) error {
 
 func TestEgressIsServedAndAdvertised(t *testing.T) {
 	spec := sandbox.DefaultSpec(t.TempDir())
-	spec.Egress = echoServer{}
-	in := open(t, spec)
+	spec.Egress = true
+	in := openWith(t, spec, &sandbox.OpenOptions{Egress: echoServer{}})
 	p, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"/bin/sh", "-c", `echo "$HTTP_PROXY $HTTPS_PROXY"`}, Env: []string{"PATH=/bin"}})
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func New(opts *Options) *Driver {
 }
 
 // Name returns "native".
-func (d *Driver) Name() string { return "native" }
+func (d *Driver) Name() string { return sandbox.DriverNative }
 
 func (d *Driver) proxyPort() int {
 	if d.opts.ProxyPort > 0 {
@@ -66,9 +66,10 @@ func (d *Driver) cgroupParent() (string, error) {
 }
 
 // Open starts a world for spec: the init in its namespaces and cgroup,
-// serving pid1. ctx bounds the setup only; the world lives until Close.
-func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error) {
-	l, err := d.start(ctx, spec, nil, nil, nil)
+// serving pid1, its cgroup and state directory named after opts.ID. ctx
+// bounds the setup only; the world lives until Close.
+func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (sandbox.Instance, error) {
+	l, err := d.start(ctx, spec, opts, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

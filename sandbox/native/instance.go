@@ -30,7 +30,7 @@ func newInstance(l *launch, spec *sandbox.Spec, port int) (*instance, error) {
 		return nil, err
 	}
 	in := &instance{l: l, client: c, fate: &initFate{pid: l.cmd.Process.Pid, cg: l.cg}}
-	if spec.Egress != nil {
+	if spec.Egress {
 		in.proxyEnv = proxyEnv(port)
 	}
 	return in, nil
