@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/dsh-dev/dsh/internal/config"
@@ -13,21 +11,23 @@ import (
 )
 
 // driverNamesForDoctor lists the drivers doctor reports on, in order.
-func driverNamesForDoctor() []string { return []string{"native", "docker", "host"} }
+func driverNamesForDoctor() []string {
+	return []string{sandbox.DriverNative, sandbox.DriverDocker, sandbox.DriverHost}
+}
 
 // probeDriver asks one driver what it can do on this machine.
 func probeDriver(ctx context.Context, name string, cfg *config.Config) driverReport {
 	switch name {
-	case "native":
+	case sandbox.DriverNative:
 		rep := probeNative(ctx, cfg.Sandbox.Limits.Off, cfg.Sandbox.Masks, cfg.Sandbox.Home.Allow)
 		rep.Checks = append(rep.Checks, worldFilterCheck(cfg.Sandbox.UnixSockets))
 		return rep
-	case "docker":
+	case sandbox.DriverDocker:
 		rep := probeDocker(ctx, cfg.Sandbox.Image)
 		rep.Checks = append(rep.Checks, worldFilterCheck(cfg.Sandbox.UnixSockets))
 		return rep
-	case "host":
-		return driverReport{Name: "host", Confines: false, Ready: true,
+	case sandbox.DriverHost:
+		return driverReport{Name: sandbox.DriverHost, Confines: false, Ready: true,
 			Checks: []check{{Name: "unconfined", OK: true, Detail: "no confinement at all; development only"}}}
 	}
 	return driverReport{Name: name, Confines: true, Problem: "dsh has no probe for this driver"}
@@ -43,86 +43,22 @@ func worldFilterCheck(unixSockets bool) check {
 }
 
 func probeDocker(ctx context.Context, image string) driverReport {
-	r := docker.Probe(ctx, nil, image)
-	rep := driverReport{Name: "docker", Confines: true, Ready: r.Ready()}
-	add := func(name string, ok bool, detail string) {
-		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
-	}
-	engine := r.Engine
-	if r.EngineError != "" {
-		engine = r.EngineError
-	}
-	add("engine", r.EngineError == "" && r.Engine != "", engine)
-	if r.Engine != "" {
-		add("cgroups", true, fmt.Sprintf("v%s, driver %s", r.CgroupVersion, r.CgroupDriver))
-		add("seccomp", r.Seccomp, "")
-		add("image "+r.Image, r.ImagePresent, "")
-	}
-	if r.InitError != "" {
-		add("init binary", false, r.InitError)
-	}
-	if r.TrialTime > 0 || r.TrialError != "" {
-		trial := fmt.Sprintf("trial world up and down in %v", r.TrialTime.Round(100_000))
-		if r.TrialError != "" {
-			trial = r.TrialError
-		}
-		add("trial world", r.TrialError == "", trial)
-	}
-	if !rep.Ready {
-		rep.Problem = strings.Join(r.Problems, "; ")
-	}
-	return rep
+	return fromProbe(docker.Probe(ctx, &docker.Options{Image: image}, image).ProbeReport())
 }
 
-// probeNative reports the native driver. With limits off
-// (sandbox.limits.off) worlds need no cgroup, so an unwritable cgroup
-// hierarchy does not keep the driver from being ready. It also says which
-// host identity worlds hold and what they can read of the home.
+// probeNative reports the native driver as worlds of this configuration
+// use it: with limits off, worlds need no cgroup; the home view of its
+// masks and allow list.
 func probeNative(ctx context.Context, limitsOff bool, masks, allow []string) driverReport {
-	r := native.New(nil).Probe(ctx)
-	ready := r.Ready()
-	if limitsOff {
-		ready = r.UserNamespaces && r.PivotRoot && r.Seccomp
-	}
-	rep := driverReport{Name: "native", Confines: true, Ready: ready}
-	add := func(name string, ok bool, detail string) {
-		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
-	}
-	add("user namespaces", r.UserNamespaces, r.UserNSDetail)
-	cg := r.CgroupVersion
-	if len(r.CgroupControllers) > 0 {
-		cg += " (" + strings.Join(r.CgroupControllers, ", ") + ")"
-	}
-	if !r.CgroupWritable {
-		cg += ", not writable by this user"
-	}
-	if limitsOff {
-		cg += "; limits are off (sandbox.limits.off), so worlds run without memory, pids and cpu limits"
-	}
-	add("cgroups", r.CgroupWritable || limitsOff, cg)
-	add("seccomp", r.Seccomp, "")
-	landlock := "unavailable (optional)"
-	if r.LandlockABI > 0 {
-		landlock = fmt.Sprintf("ABI %d", r.LandlockABI)
-	}
-	add("landlock", r.LandlockABI > 0, landlock)
-	add("overlayfs", r.Overlayfs, "")
-	trial := fmt.Sprintf("trial sandbox up and down in %v", r.TrialTime.Round(100_000))
-	if r.TrialError != "" {
-		trial = r.TrialError
-	}
-	add("pivot_root", r.PivotRoot, trial)
-	add("identity", true, native.IdentityView(0))
-	homes, readable := native.HomeView(append(slices.Clone(sandbox.DefaultMasks), masks...), allow)
-	home := "hidden: " + strings.Join(homes, ", ") + "; readable (read-only): "
-	if len(readable) == 0 {
-		home += "nothing"
-	} else {
-		home += strings.Join(readable, ", ")
-	}
-	add("home", true, home+" (sandbox.home.allow)")
-	if !rep.Ready {
-		rep.Problem = strings.Join(r.Problems, "; ")
+	var d sandbox.Prober = native.New(&native.Options{NoLimits: limitsOff, Masks: masks, HomeAllow: allow})
+	return fromProbe(d.Probe(ctx))
+}
+
+// fromProbe is a driver's report as doctor prints it.
+func fromProbe(r sandbox.ProbeReport) driverReport {
+	rep := driverReport{Name: r.Driver, Confines: r.Confines, Ready: r.Ready, Problem: strings.Join(r.Problems, "; ")}
+	for _, c := range r.Checks {
+		rep.Checks = append(rep.Checks, check{Name: c.Name, OK: c.OK, Detail: c.Detail})
 	}
 	return rep
 }

@@ -29,6 +29,9 @@ type Options struct {
 	Client *client.Client
 	// Logger receives the driver's diagnostics. If nil, they are discarded.
 	Logger *slog.Logger
+	// Image is the image Probe checks (the configuration's sandbox.image).
+	// If empty, dsh/base:latest.
+	Image string
 
 	// entrypoint replaces PID 1's argv and dial the init's client (tests
 	// of the transport only).
@@ -44,6 +47,7 @@ type Driver struct {
 	log      *slog.Logger
 	owner    owner
 	entry    []string
+	image    string // for Probe
 	dial     func(context.Context, io.ReadWriteCloser) (initClient, error)
 
 	reapOnce sync.Once
@@ -55,7 +59,7 @@ func New(opts *Options) (*Driver, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	d := &Driver{cli: opts.Client, log: opts.Logger, owner: self(), entry: opts.entrypoint, dial: opts.dial}
+	d := &Driver{cli: opts.Client, log: opts.Logger, owner: self(), entry: opts.entrypoint, dial: opts.dial, image: opts.Image}
 	if d.dial == nil {
 		d.dial = dialInit
 	}

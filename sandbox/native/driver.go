@@ -32,6 +32,13 @@ type Options struct {
 	IDBase uint32
 	// Stderr receives the init's own diagnostics. If nil, discarded.
 	Stderr io.Writer
+
+	// What the caller opens worlds with, for Probe's report: NoLimits
+	// means worlds get no memory, pids or cpu limits (sandbox.limits.off),
+	// so they need no cgroup; Masks and HomeAllow are added to
+	// sandbox.DefaultMasks and make the home a world sees.
+	NoLimits         bool
+	Masks, HomeAllow []string
 }
 
 // Driver opens native sandboxes. It is safe for concurrent use.
@@ -50,6 +57,22 @@ func New(opts *Options) *Driver {
 
 // Name returns "native".
 func (d *Driver) Name() string { return sandbox.DriverNative }
+
+// Reap removes the cgroups and state directories of worlds whose dsh
+// crashed (sandbox.Reaper); live worlds, this process's or another
+// dsh's, are left alone.
+func (d *Driver) Reap(ctx context.Context) error {
+	base, err := stateBase(d.opts.StateDir)
+	if err != nil {
+		return err
+	}
+	parent, err := d.cgroupParent()
+	if err != nil {
+		return err
+	}
+	reap(base, parent)
+	return nil
+}
 
 func (d *Driver) proxyPort() int {
 	if d.opts.ProxyPort > 0 {

@@ -62,7 +62,7 @@ func unprivHelper(ws string) int {
 		io.Copy(os.Stdout, p.Stdout())
 		p.Wait()
 	}
-	r := d.Probe(context.Background())
+	r := d.Inspect(context.Background())
 	fmt.Printf("probe: userns=%v pivot=%v cgroupWritable=%v trial=%q\n", r.UserNamespaces, r.PivotRoot, r.CgroupWritable, r.TrialError)
 	return 0
 }
