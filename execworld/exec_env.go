@@ -3,6 +3,8 @@ package execworld
 import (
 	"fmt"
 	"strings"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // mergeEnv builds a process environment: base (the Spec's Env), then the
@@ -15,26 +17,13 @@ func mergeEnv(base, explicit []string) ([]string, error) {
 			return nil, err
 		}
 	}
-	idx := map[string]int{}
-	var out []string
-	add := func(kv string) {
-		k, _, _ := strings.Cut(kv, "=")
-		if i, ok := idx[k]; ok {
-			out[i] = kv
-			return
-		}
-		idx[k] = len(out)
-		out = append(out, kv)
-	}
+	valid := make([]string, 0, len(base))
 	for _, kv := range base {
 		if checkEnv(kv) == nil {
-			add(kv)
+			valid = append(valid, kv)
 		}
 	}
-	for _, kv := range explicit {
-		add(kv)
-	}
-	return out, nil
+	return sandbox.MergeEnv(valid, explicit), nil
 }
 
 func checkEnv(kv string) error {

@@ -127,7 +127,7 @@ func DefaultSpec(workspace string) *Spec {
 		Hostname:  "dsh",
 		// HOME is the world's private, writable /tmp: tools keep caches and
 		// dotfiles under $HOME, and the host's home is never the world's.
-		Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/tmp"},
+		Env:             []string{"PATH=" + DefaultPath, "LANG=C.UTF-8", "HOME=/tmp"},
 		ReadonlyRoot:    true,
 		NoNewPrivileges: true,
 		Capabilities:    &specs.LinuxCapabilities{},

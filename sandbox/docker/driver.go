@@ -191,8 +191,8 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		plan.ResolvConf = w.resolvConf
 		proxyEnv = proxyVars()
 	}
-	plan.Env = mergeEnv(spec.Env, proxyEnv, []string{initConfig(spec)})
-	w.env = mergeEnv(imgEnv, spec.Env, proxyEnv)
+	plan.Env = sandbox.MergeEnv(spec.Env, proxyEnv, []string{initConfig(spec)})
+	w.env = sandbox.MergeEnv(imgEnv, spec.Env, proxyEnv)
 
 	cfg, host, err := containerConfig(spec, plan)
 	if err != nil {
@@ -264,23 +264,4 @@ func worldUser(spec *sandbox.Spec, imageUser string) (string, []string) {
 		return "65534:65534", nil
 	}
 	return imageUser, nil
-}
-
-// mergeEnv merges KEY=VALUE lists; a later list wins for the same key and
-// the order of first appearance is kept.
-func mergeEnv(lists ...[]string) []string {
-	idx := map[string]int{}
-	var out []string
-	for _, l := range lists {
-		for _, kv := range l {
-			k, _, _ := strings.Cut(kv, "=")
-			if i, ok := idx[k]; ok {
-				out[i] = kv
-				continue
-			}
-			idx[k] = len(out)
-			out = append(out, kv)
-		}
-	}
-	return out
 }

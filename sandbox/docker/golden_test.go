@@ -23,7 +23,7 @@ func TestContainerConfigGolden(t *testing.T) {
 	plan := &containerPlan{
 		Name: "dsh-0123456789ab", Image: spec.Image, User: "dsh", InitPath: "/usr/local/bin/dsh",
 		Entrypoint: []string{initMountPath, initArg},
-		Env:        mergeEnv(spec.Env, proxyVars()),
+		Env:        sandbox.MergeEnv(spec.Env, proxyVars()),
 		EgressDir:  "/tmp/dsh-world-x/egress", ResolvConf: "/tmp/dsh-world-x/resolv.conf",
 		Labels: map[string]string{sandbox.LabelManaged: "true", sandbox.LabelWorld: "0123456789ab"},
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -87,14 +86,14 @@ func TestLookPathUsesTheProcessPATH(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 	// dsh's own PATH is not consulted.
-	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"sh"}, Env: []string{"PATH=" + bin}}); !errors.Is(err, exec.ErrNotFound) {
-		t.Fatalf("sh with a PATH lacking it: %v; want exec.ErrNotFound", err)
+	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"sh"}, Env: []string{"PATH=" + bin}}); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("sh with a PATH lacking it: %v; want sandbox.ErrNotFound", err)
 	}
-	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"./plain"}, Dir: ws}); !errors.Is(err, syscall.EACCES) {
-		t.Fatalf("non-executable file: %v; want EACCES", err)
+	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"./plain"}, Dir: ws}); !errors.Is(err, sandbox.ErrNotExecutable) {
+		t.Fatalf("non-executable file: %v; want sandbox.ErrNotExecutable", err)
 	}
-	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"./missing"}, Dir: ws}); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing file: %v; want ErrNotExist", err)
+	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"./missing"}, Dir: ws}); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("missing file: %v; want sandbox.ErrNotFound", err)
 	}
 }
 
