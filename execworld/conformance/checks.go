@@ -56,6 +56,7 @@ var checks = []check{
 	{"RootOnlyFilesUnreadable", true, checkRootOnlyFiles},
 	{"HomeCredentialsHidden", true, checkHomeCredentials},
 	{"InitSurvivesSignalsAndOOM", true, checkInit},
+	{"BindMountOptionsHonoured", true, checkBindMountOptions},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -79,6 +79,8 @@ func main() {
 		forgeinit()
 	case "siginit":
 		siginit()
+	case "mountflags":
+		mountFlags(args[0], args[1])
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)
