@@ -50,9 +50,9 @@ type Spec struct {
 	// Rlimits applied to every process.
 	Rlimits []specs.POSIXRlimit
 	// Seccomp is the syscall filter. If nil, the driver's default filter is
-	// used; every driver's default denies at least mount, umount,
-	// pivot_root, new user namespaces, ptrace, process_vm_*, kexec, bpf,
-	// perf_event_open, keyctl, io_uring and open_by_handle_at. Whatever
+	// used; every driver's default denies at least DeniedSyscalls (mount,
+	// pivot_root, ptrace, process_vm_*, kexec, bpf, perf_event_open,
+	// keyctl, io_uring, open_by_handle_at, …) and new namespaces. Whatever
 	// the filter, the init's world filter (package pid1) is stacked on
 	// it in every driver: only the socket families a world needs, and no
 	// TIOCSTI, TIOCLINUX or io_uring.
