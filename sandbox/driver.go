@@ -117,15 +117,19 @@ func NewWorldID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// WorldID returns o.ID checked, or a fresh ID when o is nil or has none.
-func (o *OpenOptions) WorldID() (string, error) {
-	if o == nil || o.ID == "" {
-		return NewWorldID(), nil
+// Resolve returns what a driver's Open takes from o for s: the world's
+// ID (o.ID checked, or a fresh one when o is nil or names none) and the
+// server of its egress (EgressFor).
+func (o *OpenOptions) Resolve(s *Spec) (id string, egress EgressServer, err error) {
+	id = NewWorldID()
+	if o != nil && o.ID != "" {
+		if err := CheckWorldID(o.ID); err != nil {
+			return "", nil, fmt.Errorf("sandbox: OpenOptions.ID: %w", err)
+		}
+		id = o.ID
 	}
-	if err := CheckWorldID(o.ID); err != nil {
-		return "", fmt.Errorf("OpenOptions.ID: %w", err)
-	}
-	return o.ID, nil
+	egress, err = o.EgressFor(s)
+	return id, egress, err
 }
 
 // EgressFor returns the server of s's egress: nil when s.Egress is

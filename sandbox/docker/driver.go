@@ -136,11 +136,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 	if err != nil {
 		return nil, invalid(err)
 	}
-	id, err := opts.WorldID()
-	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
-	}
-	egress, err := opts.EgressFor(spec)
+	id, egress, err := opts.Resolve(spec)
 	if err != nil {
 		return nil, invalid(err)
 	}

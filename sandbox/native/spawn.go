@@ -58,11 +58,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 	if err != nil {
 		return nil, err
 	}
-	worldID, err := opts.WorldID()
-	if err != nil {
-		return nil, fmt.Errorf("native: %w", err)
-	}
-	egress, err := opts.EgressFor(spec)
+	worldID, egress, err := opts.Resolve(spec)
 	if err != nil {
 		return nil, invalid(err)
 	}
