@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -235,10 +234,10 @@ func (e *Exec) dir(d string) (string, error) {
 // startCode maps a driver's start failure to a shell status: 127 when the
 // program does not exist, 126 when it cannot be executed, 125 otherwise.
 // Drivers return errors matching sandbox.ErrNotFound or
-// sandbox.ErrNotExecutable; the unconfined host driver returns os/exec's.
+// sandbox.ErrNotExecutable.
 func startCode(err error) int {
 	switch {
-	case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return 127
 	case errors.Is(err, sandbox.ErrNotExecutable), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC),
 		errors.Is(err, syscall.EISDIR), errors.Is(err, os.ErrPermission):

@@ -3,6 +3,8 @@ package execworld
 import (
 	"fmt"
 	"strings"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // noProxy keeps a world's own loopback inside the world: a client that
@@ -42,32 +44,19 @@ func mergeEnv(base, world, explicit []string) ([]string, error) {
 			return nil, err
 		}
 	}
-	idx := map[string]int{}
-	var out []string
-	add := func(kv string) {
-		k, _, _ := strings.Cut(kv, "=")
-		if i, ok := idx[k]; ok {
-			out[i] = kv
-			return
-		}
-		idx[k] = len(out)
-		out = append(out, kv)
-	}
+	valid := make([]string, 0, len(base))
 	for _, kv := range base {
 		if checkEnv(kv) == nil {
-			add(kv)
+			valid = append(valid, kv)
 		}
 	}
+	var ownWorld []string // the world's entries the command does not set in any case
 	for _, kv := range world {
-		k, _, _ := strings.Cut(kv, "=")
-		if !setsFolded(explicit, k) {
-			add(kv)
+		if k, _, _ := strings.Cut(kv, "="); !setsFolded(explicit, k) {
+			ownWorld = append(ownWorld, kv)
 		}
 	}
-	for _, kv := range explicit {
-		add(kv)
-	}
-	return out, nil
+	return sandbox.MergeEnv(valid, ownWorld, explicit), nil
 }
 
 // setsFolded reports whether env has an entry for key in any case.

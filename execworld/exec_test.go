@@ -309,10 +309,10 @@ func TestOpenLabelsAndCanonicalWorkspace(t *testing.T) {
 	if spec.Workspace != real || w.FS.Root() != real {
 		t.Errorf("workspace = %q / %q, want the canonical %q", spec.Workspace, w.FS.Root(), real)
 	}
-	if spec.Labels[execworld.LabelWorld] != w.ID || spec.Labels[execworld.LabelManaged] != "true" {
-		t.Errorf("labels = %v, want world %s and managed", spec.Labels, w.ID)
+	if ids := b.IDs(); len(ids) != 1 || ids[0] != w.ID {
+		t.Errorf("the driver was given world IDs %q, want [%s]", ids, w.ID)
 	}
-	if spec.Egress != nil {
+	if spec.Egress {
 		t.Error("a world without an egress policy got an egress server")
 	}
 	w2, _ := execworldtest.NewWorld(t, nil)

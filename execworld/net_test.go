@@ -63,7 +63,7 @@ func TestEgressProxyIsWired(t *testing.T) {
 	}
 	pol := netpolicy.MustNew(netpolicy.Config{Default: "deny", Allow: []string{strings.TrimPrefix(asWorld(allowed.URL), "http://")}})
 	w, b := execworldtest.NewWorld(t, &execworld.Options{Egress: pol, Audit: audit})
-	if b.Specs()[0].Egress == nil {
+	if !b.Specs()[0].Egress {
 		t.Fatal("the driver got no egress server")
 	}
 	res := run(t, w, &execworld.Cmd{Argv: []string{"/bin/sh", "-c", `printf %s "$HTTP_PROXY"`}})

@@ -2,8 +2,6 @@ package execworld
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -24,21 +22,15 @@ import (
 type Backend interface {
 	// Name is the driver's name as users select it: docker, native, host.
 	Name() string
-	// Open starts a sandbox for spec. The Instance must be closed.
-	Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error)
+	// Open starts a sandbox for spec, named after opts.ID and with
+	// opts.Egress serving its egress. The Instance must be closed.
+	Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (sandbox.Instance, error)
 }
-
-// Labels dsh attaches to every resource of a world, so that leftovers of a
-// crashed dsh can be found and reaped.
-const (
-	LabelManaged = "dev.dsh.managed" // always "true"
-	LabelWorld   = "dev.dsh.world"   // the world's ID
-)
 
 // Options configure Open.
 type Options struct {
 	// Spec describes the sandbox. Required. Open works on a copy; its
-	// Egress and the world labels are set by Open.
+	// Egress is set by Open (from Options.Egress).
 	Spec *sandbox.Spec
 	// Egress is the policy of the world's egress proxy, the only way out
 	// for processes inside. If nil, processes get no network at all.
@@ -63,7 +55,9 @@ type Options struct {
 // World is one execution world: a workspace filesystem, confined
 // processes and policed egress under one Spec and one Policy.
 type World struct {
-	// ID is short, random and unique; it labels every resource.
+	// ID is short, random and unique (sandbox.NewWorldID). The driver
+	// names and labels every resource of the world with it, and the
+	// proxy's audit lines carry it.
 	ID string
 	// FS is the workspace filesystem.
 	FS *FS
@@ -99,8 +93,8 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	id := newID()
-	spec := cloneSpec(opts.Spec)
+	id := sandbox.NewWorldID()
+	spec := opts.Spec.Clone()
 
 	fsys, err := OpenFS(spec.Workspace)
 	if err != nil {
@@ -109,8 +103,6 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 	// The canonical path is what the world mounts, so that a path printed
 	// inside means the same file outside.
 	spec.Workspace = fsys.Root()
-	spec.Labels[LabelManaged] = "true"
-	spec.Labels[LabelWorld] = id
 
 	netPolicy := opts.Net
 	if netPolicy == nil {
@@ -135,16 +127,17 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 	w.Exec = &Exec{w: w}
 	w.Net = newNet(&netpolicy.Dialer{Policy: netPolicy, Resolver: opts.Resolver})
 
-	spec.Egress = nil
-	if opts.Egress != nil {
+	open := &sandbox.OpenOptions{ID: id}
+	spec.Egress = opts.Egress != nil
+	if spec.Egress {
 		w.proxy = proxy.New(
 			&netpolicy.Dialer{Policy: opts.Egress, Resolver: opts.Resolver, World: true},
 			&proxy.Options{World: id, Audit: opts.Audit, Metrics: opts.ProxyMetrics, Logger: w.log},
 		)
-		spec.Egress = w.proxy
+		open.Egress = w.proxy
 	}
 
-	inst, err := backend.Open(ctx, spec)
+	inst, err := backend.Open(ctx, spec, open)
 	if err != nil {
 		w.closeProxy()
 		fsys.Close()
@@ -165,8 +158,8 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 func (w *World) Backend() string { return w.backend }
 
 // Spec returns a copy of the Spec the world was opened with (workspace
-// canonical, labels set).
-func (w *World) Spec() *sandbox.Spec { return cloneSpec(w.spec) }
+// canonical, Egress set).
+func (w *World) Spec() *sandbox.Spec { return w.spec.Clone() }
 
 // Close kills every process of the world, closes the sandbox (removing its
 // containers, networks and cgroups), stops the egress proxy and releases
@@ -242,28 +235,4 @@ func (w *World) isClosed() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.closed
-}
-
-// newID returns a short random world ID: 10 hex digits, unique enough for
-// one host's worlds and short enough for container and network names.
-func newID() string {
-	var b [5]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// cloneSpec copies the parts of a Spec that Open changes or that the
-// caller might change later.
-func cloneSpec(s *sandbox.Spec) *sandbox.Spec {
-	c := *s
-	c.Env = slices.Clone(s.Env)
-	c.Mounts = slices.Clone(s.Mounts)
-	c.Masks = slices.Clone(s.Masks)
-	c.HomeAllow = slices.Clone(s.HomeAllow)
-	c.Rlimits = slices.Clone(s.Rlimits)
-	c.Labels = maps.Clone(s.Labels)
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
-	}
-	return &c
 }

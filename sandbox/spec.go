@@ -50,9 +50,9 @@ type Spec struct {
 	// Rlimits applied to every process.
 	Rlimits []specs.POSIXRlimit
 	// Seccomp is the syscall filter. If nil, the driver's default filter is
-	// used; every driver's default denies at least mount, umount,
-	// pivot_root, new user namespaces, ptrace, process_vm_*, kexec, bpf,
-	// perf_event_open, keyctl, io_uring and open_by_handle_at. Whatever
+	// used; every driver's default denies at least DeniedSyscalls (mount,
+	// pivot_root, ptrace, process_vm_*, kexec, bpf, perf_event_open,
+	// keyctl, io_uring, open_by_handle_at, …) and new namespaces. Whatever
 	// the filter, the init's world filter (package pid1) is stacked on
 	// it in every driver: only the socket families a world needs, and no
 	// TIOCSTI, TIOCLINUX or io_uring.
@@ -65,19 +65,20 @@ type Spec struct {
 	// world can connect to any socket in its view that its identity may
 	// write, including sockets in its workspace.
 	UnixSockets bool
-	// Egress serves the sandbox's only way out. The driver creates a
-	// listener reachable from inside the sandbox (a unix socket forwarded
-	// by the init, or an address on an internal network), hands it to
-	// Egress.Serve, and points HTTP_PROXY and HTTPS_PROXY at it. If nil,
-	// the sandbox has no network at all.
-	Egress EgressServer
+	// Egress gives the world the egress proxy at the one in-world address
+	// (HTTP_PROXY and HTTPS_PROXY point at it), served by the
+	// EgressServer the caller passes in OpenOptions. If false, the world
+	// has no network at all.
+	Egress bool
 	// Labels are attached to every resource a driver creates, beside
 	// dsh's own labels, so leftovers can be found and reaped.
 	Labels map[string]string
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's
-// Proxy implements it). Serve returns when the listener is closed.
+// Proxy implements it). Serve returns when the listener is closed. It is
+// passed beside the Spec (OpenOptions.Egress), never in it: a Spec is
+// data.
 type EgressServer interface {
 	Serve(l net.Listener) error
 }
@@ -126,7 +127,7 @@ func DefaultSpec(workspace string) *Spec {
 		Hostname:  "dsh",
 		// HOME is the world's private, writable /tmp: tools keep caches and
 		// dotfiles under $HOME, and the host's home is never the world's.
-		Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/tmp"},
+		Env:             []string{"PATH=" + DefaultPath, "LANG=C.UTF-8", "HOME=/tmp"},
 		ReadonlyRoot:    true,
 		NoNewPrivileges: true,
 		Capabilities:    &specs.LinuxCapabilities{},

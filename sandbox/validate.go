@@ -38,8 +38,10 @@ func (e *SpecError) Error() string {
 func (e *SpecError) Unwrap() error { return ErrInvalidSpec }
 
 // Validate checks what every driver requires of a Spec, whatever it
-// confines: the workspace (see CheckWorkspace) and the limits (see
-// CheckResources). It returns the workspace's real path, which a driver
+// confines: the workspace (see CheckWorkspace), the limits (see
+// CheckResources), the mounts (CheckMounts) and the rlimits
+// (CheckRlimits). A driver then refuses, naming the field, what is
+// narrower for it; it never drops what it cannot express. It returns the workspace's real path, which a driver
 // mounts. Every driver calls it from its Open, so a Spec one driver
 // refuses no other driver opens.
 func Validate(s *Spec) (workspace string, err error) {
@@ -50,7 +52,13 @@ func Validate(s *Spec) (workspace string, err error) {
 	if err != nil {
 		return "", err
 	}
-	return ws, CheckResources(s.Resources)
+	if err := CheckResources(s.Resources); err != nil {
+		return "", err
+	}
+	if err := CheckMounts(s.Mounts); err != nil {
+		return "", err
+	}
+	return ws, CheckRlimits(s.Rlimits)
 }
 
 // Limits every driver accepts. A limit the kernel could not take, or one

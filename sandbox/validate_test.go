@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -130,5 +131,53 @@ func TestCheckCPUs(t *testing.T) {
 		if CheckResources(&specs.LinuxResources{CPU: &specs.LinuxCPU{Quota: &q, Period: &p}}) != nil {
 			t.Errorf("CPUQuota(%v) = %d/%d, which CheckResources refuses", v, q, p)
 		}
+	}
+}
+
+func TestMountsAndRlimitsChecked(t *testing.T) {
+	ws := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Spec)
+		field string // "" = valid
+	}{
+		{"default", func(*Spec) {}, ""},
+		{"bind with every flag", func(s *Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Type: "bind", Source: ws, Destination: "/data", Options: []string{"ro", "nosuid", "nodev", "noexec", "rbind"}})
+		}, ""},
+		{"relative destination", func(s *Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Type: "tmpfs", Destination: "data"})
+		}, "Mounts[1]"},
+		{"relative bind source", func(s *Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Type: "bind", Source: "src", Destination: "/data"})
+		}, "Mounts[1]"},
+		{"unknown type", func(s *Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Type: "overlay", Destination: "/data"})
+		}, "Mounts[1]"},
+		{"unknown option", func(s *Spec) {
+			s.Mounts[0].Options = append(s.Mounts[0].Options, "suid")
+		}, "Mounts[0].Options"},
+		{"unknown rlimit", func(s *Spec) {
+			s.Rlimits = append(s.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NOPE"})
+		}, "Rlimits[1]"},
+	} {
+		s := DefaultSpec(ws)
+		tc.edit(s)
+		_, err := Validate(s)
+		var se *SpecError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v, want valid", tc.name, err)
+		case tc.field != "" && (!errors.As(err, &se) || se.Field != tc.field):
+			t.Errorf("%s: %v, want an error naming Spec.%s", tc.name, err, tc.field)
+		}
+	}
+}
+
+func TestParseMountOptions(t *testing.T) {
+	got, err := ParseMountOptions([]string{"nosuid", "rw", "size=1m", "noexec", "mode=1777"})
+	want := MountOptions{NoSuid: true, NoExec: true, Data: []string{"size=1m", "mode=1777"}}
+	if err != nil || !cmp.Equal(got, want) {
+		t.Errorf("ParseMountOptions = %+v, %v; want %+v", got, err, want)
 	}
 }

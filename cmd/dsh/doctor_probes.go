@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/dsh-dev/dsh/internal/config"
@@ -34,89 +32,25 @@ func worldFilterCheck(unixSockets bool) check {
 }
 
 // probeDocker reports the docker driver: its engine and the image of
-// sandbox.image.
+// sandbox.image (sandbox.Prober).
 func probeDocker(ctx context.Context, cfg *config.Config) driverReport {
-	r := docker.Probe(ctx, nil, cfg.Sandbox.Image)
-	rep := driverReport{Ready: r.Ready()}
-	add := func(name string, ok bool, detail string) {
-		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
-	}
-	engine := r.Engine
-	if r.EngineError != "" {
-		engine = r.EngineError
-	}
-	add("engine", r.EngineError == "" && r.Engine != "", engine)
-	if r.Engine != "" {
-		add("cgroups", true, fmt.Sprintf("v%s, driver %s", r.CgroupVersion, r.CgroupDriver))
-		add("seccomp", r.Seccomp, "")
-		add("image "+r.Image, r.ImagePresent, "")
-	}
-	if r.InitError != "" {
-		add("init binary", false, r.InitError)
-	}
-	if r.TrialTime > 0 || r.TrialError != "" {
-		trial := fmt.Sprintf("trial world up and down in %v", r.TrialTime.Round(100_000))
-		if r.TrialError != "" {
-			trial = r.TrialError
-		}
-		add("trial world", r.TrialError == "", trial)
-	}
-	if !rep.Ready {
-		rep.Problem = strings.Join(r.Problems, "; ")
-	}
-	return rep
+	img := cfg.Sandbox.Image
+	return fromProbe(docker.Probe(ctx, &docker.Options{Image: img}, img).ProbeReport())
 }
 
-// probeNative reports the native driver. With limits off
-// (sandbox.limits.off) worlds need no cgroup, so an unwritable cgroup
-// hierarchy does not keep the driver from being ready. It also says which
-// host identity worlds hold and what they can read of the home.
+// probeNative reports the native driver as worlds of this configuration
+// use it (sandbox.Prober): with limits off, worlds need no cgroup; the
+// home view of its masks and allow list.
 func probeNative(ctx context.Context, cfg *config.Config) driverReport {
-	limitsOff, masks, allow := cfg.Sandbox.Limits.Off, cfg.Sandbox.Masks, cfg.Sandbox.Home.Allow
-	r := native.New(nil).Probe(ctx)
-	ready := r.Ready()
-	if limitsOff {
-		ready = r.UserNamespaces && r.PivotRoot && r.Seccomp
-	}
-	rep := driverReport{Ready: ready}
-	add := func(name string, ok bool, detail string) {
-		rep.Checks = append(rep.Checks, check{Name: name, OK: ok, Detail: detail})
-	}
-	add("user namespaces", r.UserNamespaces, r.UserNSDetail)
-	cg := r.CgroupVersion
-	if len(r.CgroupControllers) > 0 {
-		cg += " (" + strings.Join(r.CgroupControllers, ", ") + ")"
-	}
-	if !r.CgroupWritable {
-		cg += ", not writable by this user"
-	}
-	if limitsOff {
-		cg += "; limits are off (sandbox.limits.off), so worlds run without memory, pids and cpu limits"
-	}
-	add("cgroups", r.CgroupWritable || limitsOff, cg)
-	add("seccomp", r.Seccomp, "")
-	landlock := "unavailable (optional)"
-	if r.LandlockABI > 0 {
-		landlock = fmt.Sprintf("ABI %d", r.LandlockABI)
-	}
-	add("landlock", r.LandlockABI > 0, landlock)
-	add("overlayfs", r.Overlayfs, "")
-	trial := fmt.Sprintf("trial sandbox up and down in %v", r.TrialTime.Round(100_000))
-	if r.TrialError != "" {
-		trial = r.TrialError
-	}
-	add("pivot_root", r.PivotRoot, trial)
-	add("identity", true, native.IdentityView(0))
-	homes, readable := native.HomeView(append(slices.Clone(sandbox.DefaultMasks), masks...), allow)
-	home := "hidden: " + strings.Join(homes, ", ") + "; readable (read-only): "
-	if len(readable) == 0 {
-		home += "nothing"
-	} else {
-		home += strings.Join(readable, ", ")
-	}
-	add("home", true, home+" (sandbox.home.allow)")
-	if !rep.Ready {
-		rep.Problem = strings.Join(r.Problems, "; ")
+	var d sandbox.Prober = native.New(&native.Options{NoLimits: cfg.Sandbox.Limits.Off, Masks: cfg.Sandbox.Masks, HomeAllow: cfg.Sandbox.Home.Allow})
+	return fromProbe(d.Probe(ctx))
+}
+
+// fromProbe is a driver's report as doctor prints it.
+func fromProbe(r sandbox.ProbeReport) driverReport {
+	rep := driverReport{Name: r.Driver, Confines: r.Confines, Ready: r.Ready, Problem: strings.Join(r.Problems, "; ")}
+	for _, c := range r.Checks {
+		rep.Checks = append(rep.Checks, check{Name: c.Name, OK: c.OK, Detail: c.Detail})
 	}
 	return rep
 }

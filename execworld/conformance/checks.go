@@ -60,6 +60,7 @@ var checks = []check{
 	{"HostLoopbackOnlyByNameWhenAllowed", false, checkHostLoopbackByName},
 	{"CommandProxyEnvFollowsTheRule", false, checkCommandProxyEnv},
 	{"LongLivedServerConn", false, checkLongLivedServer},
+	{"BindMountOptionsHonoured", true, checkBindMountOptions},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -29,6 +29,7 @@ type Backend struct {
 
 	mu      sync.Mutex // guards the fields below
 	specs   []*sandbox.Spec
+	ids     []string
 	started []sandbox.ProcessSpec
 	open    int
 }
@@ -39,17 +40,23 @@ func New() *Backend { return &Backend{} }
 // Name returns "fake".
 func (b *Backend) Name() string { return "fake" }
 
-// Open records spec and returns an instance that runs local processes.
-func (b *Backend) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error) {
+// Open records spec and the world ID and returns an instance that runs
+// local processes.
+func (b *Backend) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (sandbox.Instance, error) {
 	if b.OpenErr != nil {
 		return nil, b.OpenErr
 	}
-	inner, err := host.New().Open(ctx, spec)
+	inner, err := host.New().Open(ctx, spec, opts)
 	if err != nil {
 		return nil, err
 	}
+	var id string
+	if opts != nil {
+		id = opts.ID
+	}
 	b.mu.Lock()
 	b.specs = append(b.specs, spec)
+	b.ids = append(b.ids, id)
 	b.open++
 	b.mu.Unlock()
 	return &instance{b: b, inner: inner}, nil
@@ -60,6 +67,13 @@ func (b *Backend) Specs() []*sandbox.Spec {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]*sandbox.Spec(nil), b.specs...)
+}
+
+// IDs returns the world IDs Open received (OpenOptions.ID), in order.
+func (b *Backend) IDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.ids...)
 }
 
 // Started returns every ProcessSpec started, in order.

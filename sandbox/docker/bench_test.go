@@ -33,10 +33,12 @@ func BenchmarkWorldOpen(b *testing.B) {
 	open := func(b *testing.B, egress, withClose bool) {
 		for b.Loop() {
 			spec := sandbox.DefaultSpec(ws)
+			var opts *sandbox.OpenOptions
 			if egress {
-				spec.Egress = &stubEgress{conns: make(chan net.Addr, 1)}
+				spec.Egress = true
+				opts = &sandbox.OpenOptions{Egress: &stubEgress{conns: make(chan net.Addr, 1)}}
 			}
-			inst, err := d.Open(context.Background(), spec)
+			inst, err := d.Open(context.Background(), spec, opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -54,7 +56,7 @@ func BenchmarkWorldOpen(b *testing.B) {
 	dockerRun := func(args ...string) func(b *testing.B) {
 		return func(b *testing.B) {
 			for b.Loop() {
-				argv := append([]string{"run", "--rm", "--label", LabelManaged + "=true"}, args...)
+				argv := append([]string{"run", "--rm", "--label", sandbox.LabelManaged + "=true"}, args...)
 				out, err := exec.Command("docker", append(argv, baseImage, "true")...).CombinedOutput()
 				if err != nil {
 					b.Fatalf("docker run: %v: %s", err, out)
@@ -68,8 +70,8 @@ func BenchmarkWorldOpen(b *testing.B) {
 	b.Run("docker-run-rm-net-none", dockerRun("--network", "none"))
 	// What a shared network would cost per world: a container joining an
 	// internal network that already exists (the network is made once).
-	shared := "dsh-bench-shared-" + newWorldID()
-	if out, err := exec.Command("docker", "network", "create", "--internal", "--label", LabelManaged+"=true",
+	shared := "dsh-bench-shared-" + sandbox.NewWorldID()
+	if out, err := exec.Command("docker", "network", "create", "--internal", "--label", sandbox.LabelManaged+"=true",
 		"-o", "com.docker.network.bridge.enable_icc=false", shared).CombinedOutput(); err != nil {
 		b.Fatalf("docker network create: %v: %s", err, out)
 	}
@@ -77,8 +79,8 @@ func BenchmarkWorldOpen(b *testing.B) {
 	b.Run("docker-run-rm-existing-internal-net", dockerRun("--network", shared))
 	b.Run("docker-network-create-rm", func(b *testing.B) {
 		for b.Loop() {
-			name := "dsh-bench-" + newWorldID()
-			if out, err := exec.Command("docker", "network", "create", "--internal", "--label", LabelManaged+"=true", name).CombinedOutput(); err != nil {
+			name := "dsh-bench-" + sandbox.NewWorldID()
+			if out, err := exec.Command("docker", "network", "create", "--internal", "--label", sandbox.LabelManaged+"=true", name).CombinedOutput(); err != nil {
 				b.Fatalf("docker network create: %v: %s", err, out)
 			}
 			if out, err := exec.Command("docker", "network", "rm", name).CombinedOutput(); err != nil {
@@ -102,12 +104,12 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	inst, err := d.Open(context.Background(), sandbox.DefaultSpec(workspace(b)))
+	inst, err := d.Open(context.Background(), sandbox.DefaultSpec(workspace(b)), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer inst.Close()
-	ctr, err := exec.Command("docker", "run", "-d", "--rm", "--label", LabelManaged+"=true", "--network", "none", baseImage, "sleep", "infinity").Output()
+	ctr, err := exec.Command("docker", "run", "-d", "--rm", "--label", sandbox.LabelManaged+"=true", "--network", "none", baseImage, "sleep", "infinity").Output()
 	if err != nil {
 		b.Fatal(err)
 	}

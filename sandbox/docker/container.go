@@ -207,20 +207,12 @@ func resources(spec *sandbox.Spec, host *container.HostConfig) error {
 	return nil
 }
 
-// rlimitResources maps the rlimits worth clamping to their numbers.
-var rlimitResources = map[string]int{
-	"RLIMIT_NOFILE": unix.RLIMIT_NOFILE,
-	"RLIMIT_NPROC":  unix.RLIMIT_NPROC,
-	"RLIMIT_STACK":  unix.RLIMIT_STACK,
-	"RLIMIT_CORE":   unix.RLIMIT_CORE,
-}
-
 // clampRlimit lowers a limit to this process's own hard limit. The daemon
 // here is usually started from the same session, and runc fails to start
 // a container whose limit exceeds what it may raise to; a lower limit is
 // only stricter, so clamping never weakens confinement.
 func clampRlimit(typ string, soft, hard uint64) (uint64, uint64) {
-	res, ok := rlimitResources[typ]
+	res, ok := sandbox.RlimitResource(typ)
 	if !ok {
 		return soft, hard
 	}
@@ -231,13 +223,19 @@ func clampRlimit(typ string, soft, hard uint64) (uint64, uint64) {
 	return min(soft, cur.Max), min(hard, cur.Max)
 }
 
-// addMount converts one OCI mount: tmpfs and bind are supported.
+// addMount converts one OCI mount (sandbox.CheckMounts has checked it):
+// a tmpfs takes every option as docker's tmpfs options; a bind takes ro
+// and nothing else the engine can express. The Engine API (1.41 and
+// later) has no nosuid, nodev or noexec for a bind mount, so they are
+// refused here rather than dropped: a world would run set-uid programs,
+// open devices or execute files the Spec forbids.
 func addMount(host *container.HostConfig, m specs.Mount) error {
-	if !filepath.IsAbs(m.Destination) {
-		return fmt.Errorf("destination must be absolute")
+	opts, err := sandbox.ParseMountOptions(m.Options)
+	if err != nil {
+		return err
 	}
-	switch m.Type {
-	case "tmpfs":
+	switch {
+	case m.Type == "tmpfs":
 		opts := slices.Clone(m.Options)
 		// Docker adds noexec to tmpfs mounts unless told "exec"; honour
 		// the Spec, which says noexec explicitly when it wants it.
@@ -245,15 +243,24 @@ func addMount(host *container.HostConfig, m specs.Mount) error {
 			opts = append(opts, "exec")
 		}
 		host.Tmpfs[m.Destination] = strings.Join(opts, ",")
-	case "bind", "":
-		if !filepath.IsAbs(m.Source) {
-			return fmt.Errorf("bind source %q must be an absolute host path", m.Source)
+	case sandbox.IsBind(m):
+		var cannot []string
+		for _, o := range []struct {
+			set  bool
+			name string
+		}{{opts.NoSuid, "nosuid"}, {opts.NoDev, "nodev"}, {opts.NoExec, "noexec"}} {
+			if o.set {
+				cannot = append(cannot, o.name)
+			}
+		}
+		if len(cannot) > 0 {
+			return fmt.Errorf("option %s on the bind of %s: the Docker Engine API cannot set it on a bind mount; drop it, or use the native driver, which honours it", strings.Join(cannot, ", "), m.Source)
 		}
 		host.Mounts = append(host.Mounts, mount.Mount{
 			Type:     mount.TypeBind,
 			Source:   m.Source,
 			Target:   m.Destination,
-			ReadOnly: slices.Contains(m.Options, "ro"),
+			ReadOnly: opts.ReadOnly,
 		})
 	default:
 		return fmt.Errorf("type %q is not supported (tmpfs or bind)", m.Type)

@@ -152,14 +152,6 @@ func TestWorldUserNeverRootByDefault(t *testing.T) {
 	}
 }
 
-func TestMergeEnvLaterWins(t *testing.T) {
-	got := mergeEnv([]string{"PATH=/img", "A=1"}, []string{"B=2", "PATH=/spec"}, []string{"A=3"})
-	want := []string{"PATH=/spec", "A=3", "B=2"}
-	if !slices.Equal(got, want) {
-		t.Errorf("mergeEnv = %v, want %v", got, want)
-	}
-}
-
 func TestContainerConfigWorkspaceAtTmpKeepsWorkspace(t *testing.T) {
 	spec := sandbox.DefaultSpec("/tmp")
 	_, host, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d"})

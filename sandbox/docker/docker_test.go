@@ -21,6 +21,17 @@ import (
 // checked for leftovers) when the test ends.
 func openWorld(t *testing.T, image string, modify func(*sandbox.Spec)) *world {
 	t.Helper()
+	return openWorldWith(t, image, modify, nil)
+}
+
+// openEgressWorld opens a world of image whose egress srv serves.
+func openEgressWorld(t *testing.T, image string, srv sandbox.EgressServer) *world {
+	t.Helper()
+	return openWorldWith(t, image, func(s *sandbox.Spec) { s.Egress = true }, &sandbox.OpenOptions{Egress: srv})
+}
+
+func openWorldWith(t *testing.T, image string, modify func(*sandbox.Spec), opts *sandbox.OpenOptions) *world {
+	t.Helper()
 	cli := newClient(t)
 	requireImage(t, cli, image)
 	d, err := New(&Options{InitPath: initBinary(t)})
@@ -33,7 +44,7 @@ func openWorld(t *testing.T, image string, modify func(*sandbox.Spec)) *world {
 	if modify != nil {
 		modify(spec)
 	}
-	inst, err := d.Open(deadline(t), spec)
+	inst, err := d.Open(deadline(t), spec, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -120,7 +131,7 @@ func TestMissingImageNamesMakeImages(t *testing.T) {
 	defer d.Close()
 	spec := sandbox.DefaultSpec(workspace(t))
 	spec.Image = "dsh/no-such-image:test"
-	_, err = d.Open(context.Background(), spec)
+	_, err = d.Open(context.Background(), spec, nil)
 	if !errors.Is(err, ErrImageNotFound) || !strings.Contains(err.Error(), "make images") || !strings.Contains(err.Error(), spec.Image) {
 		t.Fatalf("Open(missing image) = %v, want ErrImageNotFound naming the image and make images", err)
 	}
@@ -129,7 +140,7 @@ func TestMissingImageNamesMakeImages(t *testing.T) {
 
 func TestOpenCloseLeavesNothing(t *testing.T) {
 	cli := newClient(t)
-	w := openWorld(t, baseImage, func(s *sandbox.Spec) { s.Egress = &stubEgress{conns: make(chan net.Addr, 1)} })
+	w := openEgressWorld(t, baseImage, &stubEgress{conns: make(chan net.Addr, 1)})
 	if err := w.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -191,7 +202,7 @@ func TestEgressOnlyThroughTheSocket(t *testing.T) {
 		}
 	}()
 	egress := &stubEgress{conns: make(chan net.Addr, 1)}
-	w := openWorld(t, baseImage, func(s *sandbox.Spec) { s.Egress = egress })
+	w := openEgressWorld(t, baseImage, egress)
 	script := `read -r line < /dev/tcp/127.0.0.1/3128; echo "proxy: $line"
 (exec 3<>/dev/tcp/` + l.Addr().(*net.TCPAddr).IP.String() + `/` + strconv.Itoa(l.Addr().(*net.TCPAddr).Port) + `) 2>/dev/null; echo "bridge: $?"
 echo "interfaces: $(ls /sys/class/net | tr '\n' ' ')"
@@ -233,7 +244,7 @@ func TestCloseEndsRunningProcesses(t *testing.T) {
 // TestEgressSurvivesKillAll: a command that kills every process it can
 // does not end the world's egress (the relay is in the init).
 func TestEgressSurvivesKillAll(t *testing.T) {
-	w := openWorld(t, baseImage, func(s *sandbox.Spec) { s.Egress = &stubEgress{conns: make(chan net.Addr, 4)} })
+	w := openEgressWorld(t, baseImage, &stubEgress{conns: make(chan net.Addr, 4)})
 	run(t, w, "", "bash", "-c", "kill -KILL -1; exit 0")
 	script := `for i in $(seq 50); do if read -r line 2>/dev/null < /dev/tcp/127.0.0.1/3128; then echo "$line"; exit 0; fi; sleep 0.1; done; echo unreachable`
 	if out, _, _ := run(t, w, "", "bash", "-c", script); out != "proxy-hello\n" {

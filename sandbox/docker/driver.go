@@ -2,8 +2,6 @@ package docker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +29,9 @@ type Options struct {
 	Client *client.Client
 	// Logger receives the driver's diagnostics. If nil, they are discarded.
 	Logger *slog.Logger
+	// Image is the image Probe checks (the configuration's sandbox.image).
+	// If empty, dsh/base:latest.
+	Image string
 
 	// entrypoint replaces PID 1's argv and dial the init's client (tests
 	// of the transport only).
@@ -46,6 +47,7 @@ type Driver struct {
 	log      *slog.Logger
 	owner    owner
 	entry    []string
+	image    string // for Probe
 	dial     func(context.Context, io.ReadWriteCloser) (initClient, error)
 
 	reapOnce sync.Once
@@ -57,7 +59,7 @@ func New(opts *Options) (*Driver, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	d := &Driver{cli: opts.Client, log: opts.Logger, owner: self(), entry: opts.entrypoint, dial: opts.dial}
+	d := &Driver{cli: opts.Client, log: opts.Logger, owner: self(), entry: opts.entrypoint, dial: opts.dial, image: opts.Image}
 	if d.dial == nil {
 		d.dial = dialInit
 	}
@@ -106,7 +108,7 @@ func New(opts *Options) (*Driver, error) {
 }
 
 // Name returns "docker".
-func (d *Driver) Name() string { return "docker" }
+func (d *Driver) Name() string { return sandbox.DriverDocker }
 
 // Close releases the engine client the driver made. Worlds are closed by
 // their own Close.
@@ -117,10 +119,11 @@ func (d *Driver) Close() error {
 	return nil
 }
 
-// Open starts a world for spec: its network (when spec.Egress is set),
-// its container with the init as PID 1, and the init's connection.
-// Everything made before a failure is removed again.
-func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instance, err error) {
+// Open starts a world for spec: its container, named and labelled after
+// opts.ID, with the init as PID 1, the init's connection, and with
+// spec.Egress the broker that opts.Egress serves. Everything made before
+// a failure is removed again.
+func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (_ sandbox.Instance, err error) {
 	if spec == nil {
 		return nil, &specError{field: "", msg: "nil Spec"}
 	}
@@ -130,6 +133,10 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		}
 	})
 	ws, err := sandbox.Validate(spec)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	id, egress, err := opts.Resolve(spec)
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -153,7 +160,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 	}
 	user, groups := worldUser(spec, imgUser)
 
-	w := &world{d: d, id: newWorldID(), workspace: spec.Workspace}
+	w := &world{d: d, id: id, workspace: spec.Workspace}
 	defer func() {
 		if err != nil {
 			if terr := w.teardown(); terr != nil {
@@ -171,15 +178,15 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		Labels:     labels,
 	}
 	plan.Home, _ = os.UserHomeDir()
-	if spec.Egress != nil {
+	if spec.Egress {
 		if err := w.openEgress(); err != nil {
 			return nil, err
 		}
 		plan.EgressDir = w.egressDir
 		plan.ResolvConf = w.resolvConf
 	}
-	plan.Env = mergeEnv(spec.Env, []string{initConfig(spec)})
-	w.env = mergeEnv(imgEnv, spec.Env)
+	plan.Env = sandbox.MergeEnv(spec.Env, []string{initConfig(spec)})
+	w.env = sandbox.MergeEnv(imgEnv, spec.Env)
 
 	cfg, host, err := containerConfig(spec, plan)
 	if err != nil {
@@ -204,7 +211,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 	if w.init, err = d.dial(ctx, w.conn); err != nil {
 		return nil, w.initFailed(err)
 	}
-	if spec.Egress != nil {
+	if spec.Egress {
 		ins, err := d.cli.ContainerInspect(ctx, created.ID)
 		if err != nil {
 			return nil, fmt.Errorf("docker: inspecting the world container: %w", err)
@@ -212,7 +219,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (_ sandbox.Instan
 		if ins.State == nil || ins.State.Pid == 0 {
 			return nil, fmt.Errorf("docker: the world container has no running init")
 		}
-		if err := w.acceptBroker(ins.State.Pid, spec.Egress); err != nil {
+		if err := w.acceptBroker(ins.State.Pid, egress); err != nil {
 			return nil, err
 		}
 	}
@@ -251,31 +258,4 @@ func worldUser(spec *sandbox.Spec, imageUser string) (string, []string) {
 		return "65534:65534", nil
 	}
 	return imageUser, nil
-}
-
-// mergeEnv merges KEY=VALUE lists; a later list wins for the same key and
-// the order of first appearance is kept.
-func mergeEnv(lists ...[]string) []string {
-	idx := map[string]int{}
-	var out []string
-	for _, l := range lists {
-		for _, kv := range l {
-			k, _, _ := strings.Cut(kv, "=")
-			if i, ok := idx[k]; ok {
-				out[i] = kv
-				continue
-			}
-			idx[k] = len(out)
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func newWorldID() string {
-	var b [6]byte
-	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
-		panic(err) // crypto/rand never fails on Linux
-	}
-	return hex.EncodeToString(b[:])
 }

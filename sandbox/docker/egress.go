@@ -132,7 +132,7 @@ func peerPid(c *net.UnixConn) (int, error) {
 // always, the broker socket and relay address with egress.
 func initConfig(spec *sandbox.Spec) string {
 	cfg := pid1.Config{Filter: true, UnixSockets: spec.UnixSockets}
-	if spec.Egress != nil {
+	if spec.Egress {
 		cfg.EgressSocket = egressMountPath + "/" + egressSocket
 		cfg.ProxyAddr = sandbox.ProxyAddr
 	}

@@ -20,8 +20,9 @@ var (
 	// ErrRemoteEngine reports a Docker engine on another host, which the
 	// driver cannot mount host files into.
 	ErrRemoteEngine = errors.New("docker: remote engine not supported")
-	// ErrInvalidSpec reports a Spec field this driver cannot honour.
-	ErrInvalidSpec = errors.New("docker: invalid spec")
+	// ErrInvalidSpec reports a Spec field this driver cannot honour. It
+	// is sandbox.ErrInvalidSpec: one sentinel for every driver.
+	ErrInvalidSpec = sandbox.ErrInvalidSpec
 )
 
 // imageError names the missing image and how to build it.

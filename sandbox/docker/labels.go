@@ -5,15 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-)
 
-// Labels on every container and network the driver creates.
-const (
-	LabelManaged    = "dev.dsh.managed"     // "true"
-	LabelWorld      = "dev.dsh.world"       // the world id
-	LabelOwnerPID   = "dev.dsh.owner.pid"   // pid of the dsh process that owns it
-	LabelOwnerStart = "dev.dsh.owner.start" // that process's start time (clock ticks since boot), against pid reuse
-	LabelOwnerHost  = "dev.dsh.owner.host"  // hostname of that process
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // owner identifies this dsh process in labels.
@@ -34,11 +27,11 @@ func (o owner) labels(worldID string, extra map[string]string) map[string]string
 		l[k] = v
 	}
 	// dsh's own labels win over a Spec's, so reaping cannot be fooled.
-	l[LabelManaged] = "true"
-	l[LabelWorld] = worldID
-	l[LabelOwnerPID] = strconv.Itoa(o.pid)
-	l[LabelOwnerStart] = o.start
-	l[LabelOwnerHost] = o.host
+	l[sandbox.LabelManaged] = "true"
+	l[sandbox.LabelWorld] = worldID
+	l[sandbox.LabelOwnerPID] = strconv.Itoa(o.pid)
+	l[sandbox.LabelOwnerStart] = o.start
+	l[sandbox.LabelOwnerHost] = o.host
 	return l
 }
 
@@ -46,10 +39,10 @@ func (o owner) labels(worldID string, extra map[string]string) map[string]string
 // longer running. Resources without owner labels, or owned by another
 // host, are never judged gone: they are not this machine's to reap.
 func ownerGone(labels map[string]string, host string) bool {
-	if labels[LabelOwnerHost] != host {
+	if labels[sandbox.LabelOwnerHost] != host {
 		return false
 	}
-	pid, err := strconv.Atoi(labels[LabelOwnerPID])
+	pid, err := strconv.Atoi(labels[sandbox.LabelOwnerPID])
 	if err != nil || pid <= 0 {
 		return false
 	}
@@ -57,7 +50,7 @@ func ownerGone(labels map[string]string, host string) bool {
 		return true
 	}
 	// The pid is in use; by the owner only if it started at the same time.
-	if want := labels[LabelOwnerStart]; want != "" {
+	if want := labels[sandbox.LabelOwnerStart]; want != "" {
 		if got := procStart(pid); got != "" && got != want {
 			return true
 		}

@@ -100,7 +100,7 @@ func workspace(t testing.TB) string {
 func worldResources(t testing.TB, cli *client.Client, worldID string) []string {
 	t.Helper()
 	ctx := context.Background()
-	f := filters.NewArgs(filters.Arg("label", LabelWorld+"="+worldID))
+	f := filters.NewArgs(filters.Arg("label", sandbox.LabelWorld+"="+worldID))
 	var left []string
 	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
@@ -150,7 +150,7 @@ func openFixtureWorld(t testing.TB, cli *client.Client, d *Driver) *world {
 	t.Helper()
 	spec := sandbox.DefaultSpec(workspace(t))
 	spec.Image = fixtureImage
-	inst, err := d.Open(deadline(t), spec)
+	inst, err := d.Open(deadline(t), spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,21 +41,36 @@ type Report struct {
 // Ready reports whether the driver can open worlds of the probed image.
 func (r *Report) Ready() bool { return len(r.Problems) == 0 }
 
-// Probe checks the engine, the image and the init binary, and opens a
-// trial world (no network) when they are fine. opts may be nil; an empty
-// image means dsh/base:latest.
+// Probe checks the init binary with a driver made from opts (nil: the
+// defaults), then what Driver.Inspect checks. An empty image means
+// dsh/base:latest. It is the report of a driver New refuses too.
 func Probe(ctx context.Context, opts *Options, image string) *Report {
-	if image == "" {
-		image = "dsh/base:latest"
-	}
-	r := &Report{Image: image}
 	d, err := New(opts)
 	if err != nil {
-		r.InitError = err.Error()
-		r.Problems = append(r.Problems, err.Error())
-		return r
+		return &Report{Image: probeImage(image), InitError: err.Error(), Problems: []string{err.Error()}}
 	}
 	defer d.Close()
+	return d.Inspect(ctx, image)
+}
+
+// Probe reports what the driver can do here for Options.Image
+// (sandbox.Prober).
+func (d *Driver) Probe(ctx context.Context) sandbox.ProbeReport {
+	return d.Inspect(ctx, d.image).ProbeReport()
+}
+
+func probeImage(image string) string {
+	if image == "" {
+		return "dsh/base:latest"
+	}
+	return image
+}
+
+// Inspect checks the engine and the image, and opens a trial world (no
+// network) when they are fine. An empty image means dsh/base:latest.
+func (d *Driver) Inspect(ctx context.Context, image string) *Report {
+	image = probeImage(image)
+	r := &Report{Image: image}
 	info, err := d.cli.Info(ctx)
 	if err != nil {
 		r.EngineError = err.Error()
@@ -91,6 +106,35 @@ func Probe(ctx context.Context, opts *Options, image string) *Report {
 	return r
 }
 
+// ProbeReport is r in the shape every driver reports.
+func (r *Report) ProbeReport() sandbox.ProbeReport {
+	rep := sandbox.ProbeReport{Driver: sandbox.DriverDocker, Confines: true, Ready: r.Ready()}
+	engine := r.Engine
+	if r.EngineError != "" {
+		engine = r.EngineError
+	}
+	rep.Add("engine", r.EngineError == "" && r.Engine != "", engine)
+	if r.Engine != "" {
+		rep.Add("cgroups", true, fmt.Sprintf("v%s, driver %s", r.CgroupVersion, r.CgroupDriver))
+		rep.Add("seccomp", r.Seccomp, "")
+		rep.Add("image "+r.Image, r.ImagePresent, "")
+	}
+	if r.InitError != "" {
+		rep.Add("init binary", false, r.InitError)
+	}
+	if r.TrialTime > 0 || r.TrialError != "" {
+		trial := fmt.Sprintf("trial world up and down in %v", r.TrialTime.Round(100_000))
+		if r.TrialError != "" {
+			trial = r.TrialError
+		}
+		rep.Add("trial world", r.TrialError == "", trial)
+	}
+	if !rep.Ready {
+		rep.Problems = r.Problems
+	}
+	return rep
+}
+
 // trial opens a world on an empty workspace, runs `true` and closes it.
 func trial(ctx context.Context, d *Driver, image string) error {
 	ws, err := os.MkdirTemp("", "dsh-docker-probe-")
@@ -103,7 +147,7 @@ func trial(ctx context.Context, d *Driver, image string) error {
 	}
 	spec := sandbox.DefaultSpec(ws)
 	spec.Image = image
-	inst, err := d.Open(ctx, spec)
+	inst, err := d.Open(ctx, spec, nil)
 	if err != nil {
 		return err
 	}

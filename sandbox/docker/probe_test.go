@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 func TestProbeReady(t *testing.T) {
@@ -26,5 +28,28 @@ func TestProbeDynamicInitIsAProblem(t *testing.T) {
 	r := Probe(context.Background(), &Options{InitPath: "/bin/sh"}, baseImage)
 	if r.Ready() || !strings.Contains(r.InitError, "CGO_ENABLED=0") {
 		t.Errorf("Probe(dynamic init) = %+v, want a problem saying how to build a static dsh", r)
+	}
+}
+
+func TestProberReport(t *testing.T) {
+	newClient(t)
+	d, err := New(&Options{InitPath: initBinary(t), Image: baseImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var p sandbox.Prober = d
+	r := p.Probe(context.Background())
+	if !r.Ready || !r.Confines || r.Driver != sandbox.DriverDocker || len(r.Problems) != 0 {
+		t.Errorf("Probe = %+v, want docker ready, confining, no problems", r)
+	}
+	names := map[string]bool{}
+	for _, c := range r.Checks {
+		names[c.Name] = c.OK
+	}
+	for _, n := range []string{"engine", "seccomp", "image " + baseImage, "trial world"} {
+		if ok, found := names[n]; !ok || !found {
+			t.Errorf("check %q: found %v, ok %v; checks %+v", n, found, ok, r.Checks)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // Reap removes what a crashed dsh on this host left behind: containers
@@ -23,7 +24,7 @@ import (
 // socket) are removed too, once they are old enough not to belong to a
 // world another dsh is opening right now.
 func (d *Driver) Reap(ctx context.Context) error {
-	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	f := filters.NewArgs(filters.Arg("label", sandbox.LabelManaged+"=true"))
 	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		return fmt.Errorf("docker: listing dsh containers: %w", err)
@@ -31,13 +32,13 @@ func (d *Driver) Reap(ctx context.Context) error {
 	var errs []error
 	live := map[string]bool{}
 	for _, c := range cs {
-		live[c.Labels[LabelWorld]] = !ownerGone(c.Labels, d.owner.host)
+		live[c.Labels[sandbox.LabelWorld]] = !ownerGone(c.Labels, d.owner.host)
 	}
 	for _, c := range cs {
 		if !ownerGone(c.Labels, d.owner.host) {
 			continue
 		}
-		d.log.Info("reaping container of a dead dsh", "container", c.ID[:12], "world", c.Labels[LabelWorld])
+		d.log.Info("reaping container of a dead dsh", "container", c.ID[:12], "world", c.Labels[sandbox.LabelWorld])
 		if err := d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("docker: removing container %s: %w", c.ID[:12], err))
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // deadPID returns the pid of a process that has exited.
@@ -63,7 +65,7 @@ func TestOwnerGone(t *testing.T) {
 	if ownerGone(dead.labels("w", nil), "another-host") {
 		t.Error("ownerGone(owner on another host) = true; another host's resources are not ours to judge")
 	}
-	if ownerGone(map[string]string{LabelManaged: "true"}, me.host) {
+	if ownerGone(map[string]string{sandbox.LabelManaged: "true"}, me.host) {
 		t.Error("ownerGone(no owner labels) = true")
 	}
 }

@@ -68,7 +68,7 @@ func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Proce
 	if w.isClosed() {
 		return nil, ErrClosed
 	}
-	p.Env = mergeEnv(w.env, p.Env)
+	p.Env = sandbox.MergeEnv(w.env, p.Env)
 	if p.Dir == "" {
 		p.Dir = w.workspace
 	}

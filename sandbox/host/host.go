@@ -12,7 +12,7 @@ import (
 )
 
 // Name is the driver's name.
-const Name = "host"
+const Name = sandbox.DriverHost
 
 // ErrClosed is returned by Start after Close, and by the second Close.
 var ErrClosed = errors.New("host: instance is closed")
@@ -27,11 +27,11 @@ func New() *Driver { return &Driver{} }
 func (*Driver) Name() string { return Name }
 
 // Open checks the Spec as every driver does (sandbox.Validate) and, when
-// spec.Egress is set, serves it on a loopback listener of a free port,
+// spec.Egress is set, serves opts.Egress on a loopback listener of a free port,
 // which ProxyAddr tells execworld to point the proxy variables at
 // (processes that honour them go through the policy; nothing forces the
 // others to).
-func (*Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error) {
+func (*Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (sandbox.Instance, error) {
 	if spec == nil {
 		return nil, errors.New("host: nil spec")
 	}
@@ -41,8 +41,12 @@ func (*Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, 
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
+	egress, err := opts.EgressFor(spec)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
 	in := &Instance{workspace: ws, procs: map[*process]struct{}{}}
-	if spec.Egress != nil {
+	if egress != nil {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("host: egress listener: %w", err)
@@ -51,7 +55,7 @@ func (*Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, 
 		in.serveDone = make(chan struct{})
 		go func() {
 			defer close(in.serveDone)
-			spec.Egress.Serve(l)
+			egress.Serve(l)
 		}()
 	}
 	return in, nil

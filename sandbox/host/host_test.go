@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,10 +19,15 @@ import (
 
 func open(t *testing.T, spec *sandbox.Spec) sandbox.Instance {
 	t.Helper()
+	return openWith(t, spec, nil)
+}
+
+func openWith(t *testing.T, spec *sandbox.Spec, opts *sandbox.OpenOptions) sandbox.Instance {
+	t.Helper()
 	if spec == nil {
 		spec = sandbox.DefaultSpec(t.TempDir())
 	}
-	in, err := host.New().Open(context.Background(), spec)
+	in, err := host.New().Open(context.Background(), spec, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +86,14 @@ func TestLookPathUsesTheProcessPATH(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 	// dsh's own PATH is not consulted.
-	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"sh"}, Env: []string{"PATH=" + bin}}); !errors.Is(err, exec.ErrNotFound) {
-		t.Fatalf("sh with a PATH lacking it: %v; want exec.ErrNotFound", err)
+	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"sh"}, Env: []string{"PATH=" + bin}}); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("sh with a PATH lacking it: %v; want sandbox.ErrNotFound", err)
 	}
-	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"./plain"}, Dir: ws}); !errors.Is(err, syscall.EACCES) {
-		t.Fatalf("non-executable file: %v; want EACCES", err)
+	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"./plain"}, Dir: ws}); !errors.Is(err, sandbox.ErrNotExecutable) {
+		t.Fatalf("non-executable file: %v; want sandbox.ErrNotExecutable", err)
 	}
-	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"./missing"}, Dir: ws}); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing file: %v; want ErrNotExist", err)
+	if _, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"./missing"}, Dir: ws}); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("missing file: %v; want sandbox.ErrNotFound", err)
 	}
 }
 
@@ -135,7 +139,7 @@ func waitDead(t *testing.T, pid int) {
 }
 
 func TestCloseKillsProcessGroups(t *testing.T) {
-	in, err := host.New().Open(context.Background(), sandbox.DefaultSpec(t.TempDir()))
+	in, err := host.New().Open(context.Background(), sandbox.DefaultSpec(t.TempDir()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +185,8 @@ func (echoServer) Serve(l net.Listener) error {
 
 func TestEgressIsServedAndAdvertised(t *testing.T) {
 	spec := sandbox.DefaultSpec(t.TempDir())
-	spec.Egress = echoServer{}
-	in := open(t, spec)
+	spec.Egress = true
+	in := openWith(t, spec, &sandbox.OpenOptions{Egress: echoServer{}})
 	addr := in.(sandbox.ProxyAddresser).ProxyAddr()
 	if !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Fatalf("ProxyAddr = %q, want a loopback address", addr)

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -53,9 +51,11 @@ func start(argv []string, dir string, env []string, withStdin bool, tty *sandbox
 	if len(argv) == 0 {
 		return nil, errors.New("host: empty argv")
 	}
-	path, err := lookPath(argv[0], dir, env)
+	// Resolved as inside a world: with the process's own PATH, never
+	// dsh's, so a Spec means the same program on every driver.
+	path, err := sandbox.LookPath(argv[0], sandbox.PathOf(env), dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("host: %w", err)
 	}
 	cmd := &exec.Cmd{
 		Path: path,
@@ -169,61 +169,6 @@ func (p *process) terminal(size *sandbox.WindowSize, withStdin bool) (child, our
 	p.cmd.SysProcAttr.Setsid, p.cmd.SysProcAttr.Setctty = true, true
 	p.stdout, p.stderr, p.tty = &eofCloser{f: master}, &eofCloser{f: errR}, master
 	return child, ours, nil
-}
-
-// lookPath resolves argv0 the way a shell inside the world would: a name
-// with a slash relative to dir, a bare name on the PATH of env (never
-// dsh's own PATH).
-func lookPath(argv0, dir string, env []string) (string, error) {
-	if strings.Contains(argv0, "/") {
-		p := argv0
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("host: %s: %w", argv0, err)
-		}
-		return p, nil
-	}
-	pathEnv := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	var firstErr error
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, argv0)
-		err := executable(p)
-		if err == nil {
-			return p, nil
-		}
-		if firstErr == nil && !errors.Is(err, os.ErrNotExist) {
-			firstErr = err
-		}
-	}
-	if firstErr != nil {
-		return "", fmt.Errorf("host: %s: %w", argv0, firstErr)
-	}
-	return "", fmt.Errorf("host: %w (PATH=%s)", exec.ErrNotFound, pathEnv)
-}
-
-// executable reports why p cannot be executed, or nil.
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() {
-		return syscall.EISDIR
-	}
-	if fi.Mode().Perm()&0o111 == 0 {
-		return syscall.EACCES
-	}
-	return nil
 }
 
 func (p *process) reap() {

@@ -78,7 +78,7 @@ func BenchmarkStartTrue(b *testing.B) {
 	d := New(&Options{Executable: dsh, StateDir: stateDir(b)})
 	spec := sandbox.DefaultSpec(ws)
 
-	warm, err := d.Open(context.Background(), spec)
+	warm, err := d.Open(context.Background(), spec, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func BenchmarkStartTrue(b *testing.B) {
 		}},
 		{"world", func() error {
 			ctx := context.Background()
-			in, err := d.Open(ctx, spec)
+			in, err := d.Open(ctx, spec, nil)
 			if err != nil {
 				return err
 			}

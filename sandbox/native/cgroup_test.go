@@ -32,7 +32,7 @@ func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
 	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 		t.Skipf("no cgroup v2 hierarchy at %s", mount)
 	}
-	id, err := newWorldID()
+	id, err := stateName(sandbox.NewWorldID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestCgroupV1DestroyKillsMembersAndRemoves(t *testing.T) {
 	}
 	limit := int64(64)
 	for _, member := range []bool{true, false} {
-		id, err := newWorldID()
+		id, err := stateName(sandbox.NewWorldID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func TestCgroupV1DestroyKillsMembersAndRemoves(t *testing.T) {
 func TestCgroupParentMustStayInside(t *testing.T) {
 	ws := t.TempDir()
 	for _, p := range []string{"/dsh-native", "..", "../x", "a/../../b", "a//b", "a/"} {
-		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t), CgroupParent: p}).Open(context.Background(), sandbox.DefaultSpec(ws))
+		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t), CgroupParent: p}).Open(context.Background(), sandbox.DefaultSpec(ws), nil)
 		if err == nil || !strings.Contains(err.Error(), "Options.CgroupParent") {
 			t.Errorf("Open with CgroupParent %q = %v, want a refusal naming Options.CgroupParent", p, err)
 		}

@@ -29,6 +29,13 @@ type Options struct {
 	IDBase uint32
 	// Stderr receives the init's own diagnostics. If nil, discarded.
 	Stderr io.Writer
+
+	// What the caller opens worlds with, for Probe's report: NoLimits
+	// means worlds get no memory, pids or cpu limits (sandbox.limits.off),
+	// so they need no cgroup; Masks and HomeAllow are added to
+	// sandbox.DefaultMasks and make the home a world sees.
+	NoLimits         bool
+	Masks, HomeAllow []string
 }
 
 // Driver opens native sandboxes. It is safe for concurrent use.
@@ -46,7 +53,23 @@ func New(opts *Options) *Driver {
 }
 
 // Name returns "native".
-func (d *Driver) Name() string { return "native" }
+func (d *Driver) Name() string { return sandbox.DriverNative }
+
+// Reap removes the cgroups and state directories of worlds whose dsh
+// crashed (sandbox.Reaper); live worlds, this process's or another
+// dsh's, are left alone.
+func (d *Driver) Reap(ctx context.Context) error {
+	base, err := stateBase(d.opts.StateDir)
+	if err != nil {
+		return err
+	}
+	parent, err := d.cgroupParent()
+	if err != nil {
+		return err
+	}
+	reap(base, parent)
+	return nil
+}
 
 func (d *Driver) cgroupParent() (string, error) {
 	if d.opts.CgroupParent == "" {
@@ -56,9 +79,10 @@ func (d *Driver) cgroupParent() (string, error) {
 }
 
 // Open starts a world for spec: the init in its namespaces and cgroup,
-// serving pid1. ctx bounds the setup only; the world lives until Close.
-func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec) (sandbox.Instance, error) {
-	l, err := d.start(ctx, spec, nil, nil, nil)
+// serving pid1, its cgroup and state directory named after opts.ID. ctx
+// bounds the setup only; the world lives until Close.
+func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (sandbox.Instance, error) {
+	l, err := d.start(ctx, spec, opts, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

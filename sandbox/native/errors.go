@@ -13,8 +13,9 @@ import (
 // privilege and how to provide it.
 var ErrUnavailable = errors.New("native: confinement unavailable")
 
-// ErrUnsupportedSpec reports a Spec field the native driver cannot honour.
-var ErrUnsupportedSpec = errors.New("native: unsupported spec")
+// ErrUnsupportedSpec reports a Spec field the native driver cannot
+// honour. It is sandbox.ErrInvalidSpec: one sentinel for every driver.
+var ErrUnsupportedSpec = sandbox.ErrInvalidSpec
 
 // ErrClosed is returned by Start after Close.
 var ErrClosed = errors.New("native: sandbox closed")

@@ -73,9 +73,9 @@ func testHelper(args []string) int {
 		}
 		spec := sandbox.DefaultSpec(args[1])
 		spec.Resources = nil
-		_, err := New(&Options{StateDir: args[2]}).Open(context.Background(), spec)
+		_, err := New(&Options{StateDir: args[2]}).Open(context.Background(), spec, nil)
 		fmt.Printf("unavailable=%v\n%v\n", errors.Is(err, ErrUnavailable), err)
-		r := New(&Options{StateDir: args[2]}).Probe(context.Background())
+		r := New(&Options{StateDir: args[2]}).Inspect(context.Background())
 		fmt.Printf("probe userns=%v ready=%v problems=%q\n", r.UserNamespaces, r.Ready(), r.Problems)
 		return 0
 	case "crash": // crash: open a world, start a sleeper, report, wait to be killed
@@ -162,7 +162,7 @@ func crashHelper(args []string) int {
 	}
 	d := New(&Options{StateDir: args[0]})
 	spec := sandbox.DefaultSpec(ws)
-	in, err := d.Open(context.Background(), spec)
+	in, err := d.Open(context.Background(), spec, nil)
 	if err != nil {
 		fmt.Println("open:", err)
 		return 1

@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
 
@@ -185,7 +184,7 @@ func stage1() error {
 	}
 	if len(cfg.Exec) > 0 {
 		argv, env = cfg.Exec, cfg.ExecEnv
-		if path, err = lookPath(argv[0], env); err != nil {
+		if path, err = sandbox.LookPath(argv[0], sandbox.PathOf(env), ""); err != nil {
 			return err
 		}
 	}
@@ -240,26 +239,6 @@ func stage1() error {
 	}
 	err = syscall.Exec(path, argv, env)
 	return fmt.Errorf("executing %s: %w", argv[0], err)
-}
-
-// lookPath resolves file like a shell would, with the PATH of env.
-func lookPath(file string, env []string) (string, error) {
-	if strings.Contains(file, "/") {
-		return file, nil
-	}
-	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		p := filepath.Join(dir, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("executable %q not found in PATH", file)
 }
 
 // stage2 is the confined init after execve: it serves the egress

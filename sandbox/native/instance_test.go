@@ -22,9 +22,14 @@ import (
 
 func openWorld(t *testing.T, spec *sandbox.Spec) *instance {
 	t.Helper()
+	return openWorldWith(t, spec, nil)
+}
+
+func openWorldWith(t *testing.T, spec *sandbox.Spec, opts *sandbox.OpenOptions) *instance {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	in, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t), Stderr: os.Stderr}).Open(ctx, spec)
+	in, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t), Stderr: os.Stderr}).Open(ctx, spec, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -86,8 +91,8 @@ func TestEgressGoesThroughTheForwarder(t *testing.T) {
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
 	spec := sandbox.DefaultSpec(t.TempDir())
-	spec.Egress = &fakeProxy{}
-	in := openWorld(t, spec)
+	spec.Egress = true
+	in := openWorldWith(t, spec, &sandbox.OpenOptions{Egress: &fakeProxy{}})
 	// The name is never resolved: the proxy answers for it. The driver
 	// sets no proxy variables (execworld does), so the test gives them.
 	out, errOut, st := run(t, in, withProxy(spec.Env), "/proc/self/exe", helperArg, "get", "http://egress-test.invalid/x")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dsh-dev/dsh/sandbox"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -151,44 +152,16 @@ func bindReadonly(src, target string) error {
 	return unix.MountSetattr(unix.AT_FDCWD, target, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC})
 }
 
-// mountOption maps an OCI mount option to flags (ok=false: unsupported).
-// Options that are data (mode=, size=, …) map to flag 0.
-func mountOption(o string) (flag uintptr, ok bool) {
-	switch o {
-	case "ro":
-		return unix.MS_RDONLY, true
-	case "rw", "bind", "rbind", "private", "rprivate":
-		return 0, true
-	case "nosuid":
-		return unix.MS_NOSUID, true
-	case "nodev":
-		return unix.MS_NODEV, true
-	case "noexec":
-		return unix.MS_NOEXEC, true
-	}
-	for _, p := range []string{"mode=", "size=", "nr_inodes=", "uid=", "gid="} {
-		if strings.HasPrefix(o, p) {
-			return 0, true
-		}
-	}
-	return 0, false
-}
-
 // specMount adds one Spec mount (tmpfs or bind) under root.
 func specMount(root string, m specs.Mount) error {
 	target := filepath.Join(root, m.Destination)
-	var flags uintptr
-	var data []string
-	for _, o := range m.Options {
-		f, _ := mountOption(o)
-		flags |= f
-		if strings.Contains(o, "=") {
-			data = append(data, o)
-		}
+	opts, err := sandbox.ParseMountOptions(m.Options) // checked by sandbox.Validate
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", m.Destination, err)
 	}
 	switch m.Type {
 	case "tmpfs":
-		if err := unix.Mount("tmpfs", target, "tmpfs", flags, strings.Join(data, ",")); err != nil {
+		if err := unix.Mount("tmpfs", target, "tmpfs", opts.Flags(), strings.Join(opts.Data, ",")); err != nil {
 			return fmt.Errorf("mounting tmpfs on %s: %w", m.Destination, err)
 		}
 	default:
@@ -199,11 +172,13 @@ func specMount(root string, m specs.Mount) error {
 		if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("binding %s on %s: %w", src, m.Destination, err)
 		}
+		// Binds are always nosuid and nodev: a host file in a world
+		// neither raises privileges nor opens a device.
 		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-		if flags&unix.MS_RDONLY != 0 {
+		if opts.ReadOnly {
 			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
 		}
-		if flags&unix.MS_NOEXEC != 0 {
+		if opts.NoExec {
 			attr.Attr_set |= unix.MOUNT_ATTR_NOEXEC
 		}
 		if err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE, attr); err != nil {

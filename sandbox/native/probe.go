@@ -3,8 +3,10 @@ package native
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,13 +55,59 @@ func (r *Report) Ready() bool {
 	return r.UserNamespaces && r.PivotRoot && r.Seccomp && r.CgroupWritable
 }
 
-// Probe reports what the native driver can do here, using dsh's own
-// binary as the init of the trial sandbox; see Driver.Probe.
-func Probe(ctx context.Context) *Report { return New(nil).Probe(ctx) }
+// Probe reports what the native driver can do here (sandbox.Prober): the
+// pieces Inspect finds, which host identity worlds hold, and what they
+// see of the home (Options.Masks, Options.HomeAllow). With
+// Options.NoLimits, worlds need no cgroup, so an unwritable cgroup
+// hierarchy does not keep the driver from being ready.
+func (d *Driver) Probe(ctx context.Context) sandbox.ProbeReport {
+	r := d.Inspect(ctx)
+	rep := sandbox.ProbeReport{Driver: d.Name(), Confines: true, Ready: r.Ready()}
+	if d.opts.NoLimits {
+		rep.Ready = r.UserNamespaces && r.PivotRoot && r.Seccomp
+	}
+	rep.Add("user namespaces", r.UserNamespaces, r.UserNSDetail)
+	cg := r.CgroupVersion
+	if len(r.CgroupControllers) > 0 {
+		cg += " (" + strings.Join(r.CgroupControllers, ", ") + ")"
+	}
+	if !r.CgroupWritable {
+		cg += ", not writable by this user"
+	}
+	if d.opts.NoLimits {
+		cg += "; limits are off (sandbox.limits.off), so worlds run without memory, pids and cpu limits"
+	}
+	rep.Add("cgroups", r.CgroupWritable || d.opts.NoLimits, cg)
+	rep.Add("seccomp", r.Seccomp, "")
+	landlock := "unavailable (optional)"
+	if r.LandlockABI > 0 {
+		landlock = fmt.Sprintf("ABI %d", r.LandlockABI)
+	}
+	rep.Add("landlock", r.LandlockABI > 0, landlock)
+	rep.Add("overlayfs", r.Overlayfs, "")
+	trial := fmt.Sprintf("trial sandbox up and down in %v", r.TrialTime.Round(100_000))
+	if r.TrialError != "" {
+		trial = r.TrialError
+	}
+	rep.Add("pivot_root", r.PivotRoot, trial)
+	rep.Add("identity", true, IdentityView(d.opts.IDBase))
+	homes, readable := HomeView(append(slices.Clone(sandbox.DefaultMasks), d.opts.Masks...), d.opts.HomeAllow)
+	home := "hidden: " + strings.Join(homes, ", ") + "; readable (read-only): "
+	if len(readable) == 0 {
+		home += "nothing"
+	} else {
+		home += strings.Join(readable, ", ")
+	}
+	rep.Add("home", true, home+" (sandbox.home.allow)")
+	if !rep.Ready {
+		rep.Problems = r.Problems
+	}
+	return rep
+}
 
-// Probe inspects the kernel and starts one trial sandbox (no limits, no
-// network) to prove the whole setup works here. It never prints.
-func (d *Driver) Probe(ctx context.Context) *Report {
+// Inspect inspects the kernel and starts one trial sandbox (no limits,
+// no network) to prove the whole setup works here. It never prints.
+func (d *Driver) Inspect(ctx context.Context) *Report {
 	r := &Report{}
 	r.UserNamespaces, r.UserNSDetail = userNSAllowed()
 	if !r.UserNamespaces {

@@ -3,25 +3,17 @@ package native
 import (
 	"fmt"
 
+	"github.com/dsh-dev/dsh/sandbox"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
-
-var rlimitNames = map[string]int{
-	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_CPU": unix.RLIMIT_CPU,
-	"RLIMIT_DATA": unix.RLIMIT_DATA, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS,
-	"RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK, "RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE,
-	"RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_RSS": unix.RLIMIT_RSS,
-	"RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO, "RLIMIT_RTTIME": unix.RLIMIT_RTTIME, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING,
-	"RLIMIT_STACK": unix.RLIMIT_STACK,
-}
 
 // setRlimits applies the Spec's rlimits to the init; every process of the
 // sandbox inherits them. A hard limit above the caller's own is capped
 // at the caller's.
 func setRlimits(rl []specs.POSIXRlimit) error {
 	for _, r := range rl {
-		res, ok := rlimitNames[r.Type]
+		res, ok := sandbox.RlimitResource(r.Type)
 		if !ok {
 			return fmt.Errorf("unknown rlimit %q", r.Type)
 		}

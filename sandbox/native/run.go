@@ -14,7 +14,7 @@ import (
 // server) and waits for it. It exercises the setup stage on its own and
 // is how Probe proves the setup works.
 func (d *Driver) runOnce(ctx context.Context, spec *sandbox.Spec, argv, env []string, out io.Writer) error {
-	l, err := d.start(ctx, spec, argv, env, &stdio{out: out, err: out})
+	l, err := d.start(ctx, spec, nil, argv, env, &stdio{out: out, err: out})
 	if err != nil {
 		return err
 	}

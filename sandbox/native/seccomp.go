@@ -5,27 +5,11 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/dsh-dev/dsh/sandbox"
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
-
-// deniedSyscalls fail with EPERM in every sandbox. They either reach
-// kernel attack surface a tool never needs (bpf, io_uring, perf, keys,
-// modules, kexec) or could undo confinement (mount, pivot_root, setns,
-// ptrace and friends).
-var deniedSyscalls = []string{
-	"mount", "umount2", "pivot_root", "chroot", "setns",
-	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
-	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-	"bpf", "perf_event_open", "userfaultfd",
-	"keyctl", "add_key", "request_key",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"open_by_handle_at", "name_to_handle_at",
-	"swapon", "swapoff", "reboot", "acct", "settimeofday", "clock_settime", "adjtimex",
-	"lookup_dcookie", "quotactl", "syslog", "vhangup", "iopl", "ioperm",
-}
 
 // namespaceFlags are the CLONE_NEW* bits: clone and unshare fail when any
 // is set, so no process in a sandbox creates a namespace.
@@ -52,7 +36,7 @@ func filterProgram() ([]unix.SockFilter, error) {
 	policy := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
-			{Names: deniedSyscalls, Action: seccomp.ActionErrno},
+			{Names: sandbox.DeniedSyscalls, Action: seccomp.ActionErrno},
 			{NamesWithCondtions: withFlags, Action: seccomp.ActionErrno},
 		},
 	}

@@ -218,7 +218,7 @@ func TestBadSpecIsRejected(t *testing.T) {
 	for field, mutate := range cases {
 		spec := sandbox.DefaultSpec(ws)
 		mutate(spec)
-		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec)
+		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
 		if !errors.Is(err, ErrUnsupportedSpec) || !strings.Contains(err.Error(), "Spec."+strings.TrimSpace(field)) {
 			t.Errorf("Open with bad %s = %v, want an ErrUnsupportedSpec naming it", field, err)
 		}

@@ -51,11 +51,16 @@ type stdio struct {
 
 // start launches an init for spec. With exec set, the init executes that
 // argv as the sandbox's PID 1 instead of serving pid1 (probe and tests of
-// the setup stage). On error everything created is removed.
-func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEnv []string, io3 *stdio) (_ *launch, err error) {
+// the setup stage). opts gives the world's ID and egress server; nil
+// means a fresh ID and no server. On error everything created is removed.
+func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, execEnv []string, io3 *stdio) (_ *launch, err error) {
 	ws, err := checkSpec(spec)
 	if err != nil {
 		return nil, err
+	}
+	worldID, egress, err := opts.Resolve(spec)
+	if err != nil {
+		return nil, invalid(err)
 	}
 	res, wantLimits, err := limits(spec.Resources)
 	if err != nil {
@@ -95,7 +100,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 			l.cleanup()
 		}
 	}()
-	if l.id, err = newWorldID(); err != nil {
+	if l.id, err = stateName(worldID); err != nil {
 		return nil, err
 	}
 	l.dir = filepath.Join(base, l.id)
@@ -120,12 +125,12 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, execArgv, execEn
 		UnixSockets: spec.UnixSockets,
 	}
 	var brokerChild *os.File // the init's end of the broker connection
-	if spec.Egress != nil {
+	if egress != nil {
 		if l.broker, brokerChild, err = brokerPair(); err != nil {
 			return nil, err
 		}
 		defer brokerChild.Close()
-		go sandbox.ServeEgress(l.broker, spec.Egress)
+		go sandbox.ServeEgress(l.broker, egress)
 		cfg.Egress = true
 		cfg.ProxyPort = proxyPort
 	}

@@ -1,8 +1,6 @@
 package native
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,23 +83,22 @@ func (o owner) alive() bool {
 	return err == nil && st == o.start
 }
 
-// newWorldID returns "<pid>-<start>-<random>": unique, and naming its
-// owner so a later dsh can tell a leftover from a live world.
-func newWorldID() (string, error) {
+// stateName returns "<pid>-<start>-<worldID>", the name of a world's
+// state directory and cgroup: the world's own ID (the one execworld, the
+// audit log and dsh run --json show), prefixed with its owner, so a later
+// dsh can tell a crashed owner's leftover from a live world without any
+// record beside the name.
+func stateName(worldID string) (string, error) {
 	o, err := self()
 	if err != nil {
 		return "", fmt.Errorf("native: reading own start time: %w", err)
 	}
-	var r [6]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		return "", err
-	}
-	return o.String() + "-" + hex.EncodeToString(r[:]), nil
+	return o.String() + "-" + worldID, nil
 }
 
-// parseWorldID returns the owner encoded in a world id.
+// parseWorldID returns the owner encoded in a state name.
 func parseWorldID(id string) (owner, bool) {
-	f := strings.Split(id, "-")
+	f := strings.SplitN(id, "-", 3)
 	if len(f) != 3 {
 		return owner{}, false
 	}

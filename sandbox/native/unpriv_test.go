@@ -25,13 +25,13 @@ const unprivUser = "dsh-native-test"
 // with limits (no writable cgroup) and without them.
 func unprivHelper(ws string) int {
 	d := New(nil)
-	_, err := d.Open(context.Background(), sandbox.DefaultSpec(ws))
+	_, err := d.Open(context.Background(), sandbox.DefaultSpec(ws), nil)
 	fmt.Printf("limits: unavailable=%v err=%v\n", errors.Is(err, ErrUnavailable), err)
 
 	spec := sandbox.DefaultSpec(ws)
 	spec.Resources = nil
-	spec.Egress = &fakeProxy{}
-	in, err := d.Open(context.Background(), spec)
+	spec.Egress = true
+	in, err := d.Open(context.Background(), spec, &sandbox.OpenOptions{Egress: &fakeProxy{}})
 	if err != nil {
 		fmt.Println("open:", err)
 		return 1
@@ -62,7 +62,7 @@ func unprivHelper(ws string) int {
 		io.Copy(os.Stdout, p.Stdout())
 		p.Wait()
 	}
-	r := d.Probe(context.Background())
+	r := d.Inspect(context.Background())
 	fmt.Printf("probe: userns=%v pivot=%v cgroupWritable=%v trial=%q\n", r.UserNamespaces, r.PivotRoot, r.CgroupWritable, r.TrialError)
 	return 0
 }

@@ -75,7 +75,7 @@ func (c *Client) lostErr() error {
 // The init knows nothing of workspaces: an empty spec.Dir is the init's
 // own working directory (drivers start the init in the workspace or fill
 // Dir in), and spec.Env is the complete environment — with no PATH in it,
-// argv[0] is searched in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin.
+// argv[0] is searched in sandbox.DefaultPath.
 // When a key repeats in Env, the last entry wins.
 //
 // Stdout and Stderr must be read concurrently with the process, as with

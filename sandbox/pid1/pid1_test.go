@@ -299,9 +299,10 @@ func TestEnvAndDir(t *testing.T) {
 	if st.Code != 0 {
 		t.Fatalf("pwdenv: %v", st)
 	}
-	// Later entries win, and nothing of the init's own environment
+	// Later entries win (where the key first appeared, as
+	// sandbox.MergeEnv merges), and nothing of the init's own environment
 	// (which has _DSH_PID1_SERVE) leaks in.
-	want := dir + "\n_DSH_PID1_HELPER=pwdenv\nB=two words\nA=3\n"
+	want := dir + "\n_DSH_PID1_HELPER=pwdenv\nA=3\nB=two words\n"
 	if string(out) != want {
 		t.Errorf("pwdenv printed\n%s\nwant\n%s", out, want)
 	}

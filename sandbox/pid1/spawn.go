@@ -4,17 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/dsh-dev/dsh/internal/pty"
+	"github.com/dsh-dev/dsh/sandbox"
 	"golang.org/x/sys/unix"
 )
-
-// defaultPath is searched when the process environment has no PATH, as a
-// shell would.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // outputPipeSize is the size asked for stdout and stderr pipes.
 const outputPipeSize = 256 << 10
@@ -51,14 +46,16 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 			return nil, nil, fail(ErrBadDir, "working directory %q is not a directory", req.Dir)
 		}
 	}
-	env := dedupEnv(req.Env)
-	pathEnv, ok := lookupEnv(env, "PATH")
-	if !ok {
-		pathEnv = defaultPath
-	}
-	path, err := lookPath(req.Argv[0], pathEnv, req.Dir)
+	// One entry per key, the last winning: for the PATH search here and
+	// for getenv in the child, which would otherwise see the first one.
+	env := sandbox.MergeEnv(req.Env)
+	path, err := sandbox.LookPath(req.Argv[0], sandbox.PathOf(env), req.Dir)
 	if err != nil {
-		return nil, nil, err
+		var pe *sandbox.PathError
+		if errors.As(err, &pe) {
+			return nil, nil, fail(pe.Kind, "%s", pe.Msg)
+		}
+		return nil, nil, fail(nil, "%v", err)
 	}
 
 	var files [3]*os.File // the child's ends
@@ -218,105 +215,4 @@ func execError(path string, err error) error {
 		e.Kind = ErrInvalidSpec // NUL bytes in argv or env
 	}
 	return e
-}
-
-// lookPath resolves file the way a shell does, but with the process's own
-// PATH (pathEnv) and relative to its working directory dir: a name with a
-// slash is used as is; otherwise the first executable regular file in
-// PATH wins. A match that exists but cannot be executed is
-// ErrNotExecutable unless a later directory has an executable one.
-func lookPath(file, pathEnv, dir string) (string, error) {
-	at := func(p string) string {
-		if filepath.IsAbs(p) || dir == "" {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	if strings.Contains(file, "/") {
-		if err := checkExecutable(at(file)); err != nil {
-			return "", &StartError{Kind: err, Msg: fmt.Sprintf("%s: %s", file, describe(err))}
-		}
-		return file, nil
-	}
-	var notExec string
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "." // POSIX: an empty PATH element is the working directory
-		}
-		p := filepath.Join(d, file)
-		switch err := checkExecutable(at(p)); err {
-		case nil:
-			if !filepath.IsAbs(p) && !strings.Contains(p, "/") {
-				p = "./" + p
-			}
-			return p, nil
-		case ErrNotExecutable:
-			if notExec == "" {
-				notExec = p
-			}
-		}
-	}
-	if notExec != "" {
-		return "", &StartError{Kind: ErrNotExecutable, Msg: fmt.Sprintf("%s: %s", notExec, describe(ErrNotExecutable))}
-	}
-	return "", &StartError{Kind: ErrNotFound, Msg: fmt.Sprintf("not found in PATH %q", pathEnv)}
-}
-
-// checkExecutable reports nil, ErrNotFound or ErrNotExecutable for p.
-func checkExecutable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return ErrNotFound
-		}
-		return ErrNotExecutable // e.g. EACCES on a directory on the way
-	}
-	if !fi.Mode().IsRegular() {
-		return ErrNotExecutable
-	}
-	// Effective IDs, as execve checks them; root passes only if some
-	// execute bit is set.
-	if err := unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS); err != nil {
-		return ErrNotExecutable
-	}
-	return nil
-}
-
-func describe(kind error) string {
-	if kind == ErrNotFound {
-		return "no such file"
-	}
-	return "permission denied or not an executable regular file"
-}
-
-// lookupEnv returns the value of key in env, which dedupEnv has made
-// unique.
-func lookupEnv(env []string, key string) (string, bool) {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// dedupEnv keeps the last entry of every key, in the position of that
-// last entry: callers build env as base + explicit entries, and the
-// explicit entry must win — for the PATH search here and for getenv in the
-// child, which would otherwise see the first one.
-func dedupEnv(env []string) []string {
-	seen := make(map[string]bool, len(env))
-	out := make([]string, 0, len(env))
-	for i := len(env) - 1; i >= 0; i-- {
-		k, _, _ := strings.Cut(env[i], "=")
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, env[i])
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out
 }

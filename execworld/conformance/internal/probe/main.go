@@ -80,6 +80,8 @@ func main() {
 		siginit()
 	case "serve", "fetch":
 		proxyenv(os.Args[1], args)
+	case "mountflags":
+		mountFlags(args[0], args[1])
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)

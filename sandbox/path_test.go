@@ -1,9 +1,10 @@
-package pid1
+package sandbox
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -43,22 +44,30 @@ func TestLookPath(t *testing.T) {
 		{filepath.Join(b, "tool"), "", "", filepath.Join(b, "tool"), nil}, // absolute
 		{filepath.Join(a, "tool"), b, "", "", ErrNotExecutable},           // absolute: no search
 	} {
-		got, err := lookPath(tc.file, tc.path, tc.dir)
+		got, err := LookPath(tc.file, tc.path, tc.dir)
 		if !errors.Is(err, tc.err) || got != tc.want {
-			t.Errorf("lookPath(%q, %q, %q) = %q, %v; want %q, %v", tc.file, tc.path, tc.dir, got, err, tc.want, tc.err)
+			t.Errorf("LookPath(%q, %q, %q) = %q, %v; want %q, %v", tc.file, tc.path, tc.dir, got, err, tc.want, tc.err)
 		}
 	}
 }
 
-func TestDedupEnv(t *testing.T) {
-	got := dedupEnv([]string{"A=1", "B=2", "A=3", "C", "B=", "D=4"})
-	want := []string{"A=3", "C", "B=", "D=4"}
-	if len(got) != len(want) {
-		t.Fatalf("dedupEnv = %q, want %q", got, want)
+func TestMergeEnv(t *testing.T) {
+	got := MergeEnv([]string{"A=1", "B=2", "A=3", "C", "B=", "D=4"}, []string{"D=5", "E=6"})
+	want := []string{"A=3", "B=", "C", "D=5", "E=6"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("MergeEnv = %q, want %q", got, want)
 	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("dedupEnv = %q, want %q", got, want)
-		}
+	if v, _ := LookupEnv([]string{"PATH=/a", "PATH=/b"}, "PATH"); v != "/b" {
+		t.Errorf("LookupEnv = %q, want the last entry /b", v)
 	}
+	if p := PathOf([]string{"HOME=/tmp"}); p != DefaultPath {
+		t.Errorf("PathOf without PATH = %q, want DefaultPath", p)
+	}
+}
+
+func writeFile(name, content string, mode os.FileMode) error {
+	if err := os.WriteFile(name, []byte(content), mode); err != nil {
+		return err
+	}
+	return os.Chmod(name, mode) // whatever the umask
 }
