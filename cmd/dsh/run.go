@@ -125,7 +125,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		case <-opened:
 		}
 	}()
-	w, err := openWorld(openCtx, plan)
+	w, err := openWorld(openCtx, plan, cmd.ErrOrStderr())
 	close(opened)
 	if err != nil {
 		interrupted := openCtx.Err() != nil && ctx.Err() == nil

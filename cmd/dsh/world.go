@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -116,13 +117,42 @@ func planWorld(cfg *config.Config, o worldOverrides) (*worldPlan, error) {
 }
 
 // openWorld opens the planned world with its driver.
-func openWorld(ctx context.Context, p *worldPlan) (*execworld.World, error) {
+func openWorld(ctx context.Context, p *worldPlan, warn io.Writer) (*execworld.World, error) {
 	backend, err := p.driver.newBackend()
 	if err != nil {
 		return nil, err
 	}
+	reapOnce(ctx, backend, warn)
 	return execworld.Open(ctx, backend, &execworld.Options{Spec: p.spec, Egress: p.egress})
 }
+
+// reapOnce removes what crashed dsh processes left of a driver's worlds
+// (containers, cgroups, state), once per driver and dsh process, before
+// it opens one: every command that opens worlds does so through
+// openWorld. A failure is said, not fatal: it leaves only dead worlds'
+// leftovers behind.
+func reapOnce(ctx context.Context, backend execworld.Backend, warn io.Writer) {
+	r, ok := backend.(sandbox.Reaper)
+	if !ok {
+		return
+	}
+	reaped.Lock()
+	done := reaped.drivers[backend.Name()]
+	reaped.drivers[backend.Name()] = true
+	reaped.Unlock()
+	if done {
+		return
+	}
+	if err := r.Reap(ctx); err != nil && warn != nil {
+		fmt.Fprintf(warn, "dsh: warning: removing leftovers of crashed dsh processes (%s driver): %v\n", backend.Name(), err)
+	}
+}
+
+// reaped records the drivers reapOnce has reaped.
+var reaped = struct {
+	sync.Mutex
+	drivers map[string]bool
+}{drivers: map[string]bool{}}
 
 // warnUnconfined tells the user, before anything runs, that an
 // unconfined world confines nothing.

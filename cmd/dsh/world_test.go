@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -8,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/netpolicy"
 	"github.com/dsh-dev/dsh/sandbox"
@@ -179,5 +183,35 @@ func TestWorldFlags(t *testing.T) {
 	}
 	if o := worldFlags(newRunCmd()); o.Driver != "" || len(o.Limits) != 0 || o.Unconfined {
 		t.Errorf("worldFlags() of no flags = %+v, want no overrides", o)
+	}
+}
+
+// reapCounter is a backend that counts Reap calls.
+type reapCounter struct {
+	execworld.Backend
+	name  string
+	reaps int
+	err   error
+}
+
+func (r *reapCounter) Name() string { return r.name }
+
+func (r *reapCounter) Reap(context.Context) error { r.reaps++; return r.err }
+
+// TestReapOnceReapsEachDriverOnce: leftovers of crashed dsh processes are
+// removed once per driver before worlds open, and a failure is said.
+func TestReapOnceReapsEachDriverOnce(t *testing.T) {
+	var warn bytes.Buffer
+	a := &reapCounter{name: "test-reap-a", err: errors.New("engine gone")}
+	b := &reapCounter{name: "test-reap-b"}
+	for range 3 {
+		reapOnce(context.Background(), a, &warn)
+		reapOnce(context.Background(), b, &warn)
+	}
+	if a.reaps != 1 || b.reaps != 1 {
+		t.Errorf("Reap calls: %d and %d, want 1 each", a.reaps, b.reaps)
+	}
+	if !strings.Contains(warn.String(), "test-reap-a driver): engine gone") || strings.Count(warn.String(), "\n") != 1 {
+		t.Errorf("warnings: %q, want one naming the driver and the error", warn.String())
 	}
 }

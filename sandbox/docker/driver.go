@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -49,8 +48,6 @@ type Driver struct {
 	entry    []string
 	image    string // for Probe
 	dial     func(context.Context, io.ReadWriteCloser) (initClient, error)
-
-	reapOnce sync.Once
 }
 
 // New returns a docker driver. It checks that the init binary is static
@@ -127,11 +124,6 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 	if spec == nil {
 		return nil, &specError{field: "", msg: "nil Spec"}
 	}
-	d.reapOnce.Do(func() {
-		if err := d.Reap(ctx); err != nil {
-			d.log.Warn("reaping leftovers of a crashed dsh", "err", err)
-		}
-	})
 	ws, err := sandbox.Validate(spec)
 	if err != nil {
 		return nil, invalid(err)

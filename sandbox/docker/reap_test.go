@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +21,8 @@ func deadPID(t *testing.T) int {
 	return cmd.Process.Pid
 }
 
-// TestReapRemovesLeftoversOfDeadOwnerOnly: at a new driver's first Open, a world whose owner process is
-// gone (a crashed dsh) is removed; a
+// TestReapRemovesLeftoversOfDeadOwnerOnly: Reap removes a world whose owner process is
+// gone (a crashed dsh); a
 // world whose owner runs is left alone.
 func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
 	cli := newClient(t)
@@ -37,8 +38,10 @@ func TestReapRemovesLeftoversOfDeadOwnerOnly(t *testing.T) {
 		t.Fatal("the dead owner's world has no container")
 	}
 
-	// A new dsh reaps at its first Open.
-	open(rawDriver(t, "cat"))
+	// A new dsh reaps once, before it opens worlds (sandbox.Reaper).
+	if err := rawDriver(t, "cat").Reap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if left := worldResources(t, cli, dead.id); len(left) > 0 {
 		t.Errorf("after Reap, the dead owner's world still has %v", left)
 	}
