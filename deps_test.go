@@ -31,6 +31,7 @@ var faces = []string{"execworld/...", "web/...", "lsp/...", "mcp/bridge/..."}
 // not checked: driver tests may run the conformance suite of execworld.
 var rules = append(facesRules(), []rule{
 	{"sandbox/...", "execworld/...", "imports point down: drivers sit below execworld"},
+	{"sandbox/native/nsinit/...", "sandbox/native", "the code inside the namespaces does not import the driver's host side"},
 	{"netpolicy/...", "execworld/...", "netpolicy is the bottom layer"},
 	{"netpolicy/...", "sandbox/...", "netpolicy is the bottom layer"},
 	{"internal/config/...", "github.com/spf13/viper/...", "only cmd/dsh imports viper"},
@@ -176,6 +177,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		module + "/web":                     {module + "/sandbox", module + "/sandbox/native", module + "/execworld"},
 		module + "/mcp/bridge":              {module + "/sandbox/native/nsinit"},
 		module + "/internal/config":         {"github.com/spf13/viper"},
+		module + "/sandbox/native/nsinit":   {module + "/sandbox", module + "/sandbox/pid1", module + "/sandbox/native"},
 		module + "/cmd/dsh":                 {"github.com/spf13/viper", module + "/sandbox/docker"},
 	}
 	got := violations(graph)
@@ -192,6 +194,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		module + "/netpolicy/proxy imports " + module + "/sandbox: netpolicy is the bottom layer",
 		module + "/netpolicy/proxy imports " + module + "/sandbox: netpolicy/proxy imports only the standard library and netpolicy, github.com/prometheus/...",
 		module + "/netpolicy/proxy imports golang.org/x/net/idna: netpolicy/proxy imports only the standard library and netpolicy, github.com/prometheus/...",
+		module + "/sandbox/native/nsinit imports " + module + "/sandbox/native: the code inside the namespaces does not import the driver's host side",
 		module + "/web imports " + module + "/sandbox/native: " + face,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -42,10 +43,10 @@ type worldCgroup interface {
 }
 
 // pidsReserve is added to a world's pids limit while the init starts its
-// threads (initThreads and the runtime's few). Once it serves, the driver
+// threads (nsinit.InitThreads and the runtime's few). Once it serves, the driver
 // lowers the limit to the Spec's plus the threads the init really has
 // (fitPids), so the world's processes get exactly what the Spec names.
-const pidsReserve = initThreads + 16
+const pidsReserve = nsinit.InitThreads + 16
 
 // limits keeps the controllers the native driver sets (memory, pids,
 // cpu) and reports whether any limit is requested at all. The values

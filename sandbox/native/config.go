@@ -1,7 +1,6 @@
 package native
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
@@ -9,14 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"github.com/dsh-dev/dsh/sandbox"
 )
-
-// configEnv carries the init's configuration (JSON) from the driver to
-// stage 1. Stage 1 clears the environment before it executes anything.
-const configEnv = "DSH_NATIVE_INIT"
 
 // rootMasks are hidden in addition to Spec.Masks when dsh runs as root.
 // Its worlds never hold host uid 0 (idmap.go), so permissions already
@@ -38,66 +31,6 @@ var rootMasks = []string{
 var kernelMasks = []string{
 	"/sys/firmware", "/sys/kernel/debug", "/sys/kernel/tracing",
 	"/sys/kernel/security", "/sys/fs/bpf",
-}
-
-// initConfig is everything stage 1 needs, decided by the driver on the
-// host side so the init makes no policy decisions of its own.
-type initConfig struct {
-	// Root is the empty host directory the new root is assembled on.
-	Root string
-	// Workspace is the real (symlink-free) host path of the workspace.
-	Workspace string
-	Hostname  string
-	// Masks are real host paths that exist; ancestors of the workspace
-	// come first (see mounts.go).
-	Masks   []string
-	Mounts  []specs.Mount
-	Rlimits []specs.POSIXRlimit
-	// Allow are real host paths of home locations bound back read-only
-	// over the masked homes (home.go).
-	Allow []string
-	// Trees is set when dsh sends, with the sync byte, a detached mount
-	// of the workspace (idmapped) and of each Allow entry (idmap.go).
-	Trees bool
-	// trees are those descriptors, as stage 1 received them.
-	trees []int
-	// UID, GID and Groups are the identity processes run as, in the user
-	// namespace.
-	UID, GID uint32
-	Groups   []uint32
-	// Egress reports whether the init inherits an egress broker
-	// connection (fdBroker); ProxyPort is where its relay listens inside.
-	Egress    bool
-	ProxyPort int
-	// UnixSockets is Spec.UnixSockets.
-	UnixSockets bool
-	// Exec, when set, replaces stage 2: stage 1 executes this argv
-	// directly (with ExecEnv) as the confined PID 1. Used by Probe and by
-	// tests of the setup stage.
-	Exec    []string
-	ExecEnv []string
-	// Trace makes stage 1 print how long each setup step took to its
-	// stderr (the driver sets it from DSH_NATIVE_TRACE=1).
-	Trace bool
-}
-
-func (c *initConfig) encode() (string, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return "", fmt.Errorf("encoding init config: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodeConfig(s string) (*initConfig, error) {
-	if s == "" {
-		return nil, fmt.Errorf("native init: %s is not set (this entry point is internal to dsh)", configEnv)
-	}
-	var c initConfig
-	if err := json.Unmarshal([]byte(s), &c); err != nil {
-		return nil, fmt.Errorf("native init: decoding %s: %w", configEnv, err)
-	}
-	return &c, nil
 }
 
 // checkSpec rejects Spec fields the driver cannot honour, after the

@@ -3,8 +3,15 @@
 //
 // Open re-executes the running binary (dsh, or a test binary whose TestMain
 // dispatches [InitArg] to [InitMain]) as the init of a new sandbox, in new
-// user, mount, pid, net, ipc, uts and cgroup namespaces. The init runs in
-// two stages:
+// user, mount, pid, net, ipc, uts and cgroup namespaces. This package is
+// the host side: it plans the world, makes its state directory, cgroup and
+// id mapping, and starts the init as ordered steps on a cleanup stack
+// (spawn.go), undone in reverse when a step fails. The init itself, the
+// code that runs inside the namespaces, is package nsinit; the two speak
+// only through nsinit.Config (JSON in an environment variable) and
+// nsinit.Failure (JSON on the ready pipe, turned back into this package's
+// errors, ErrUnavailable with the step and fix). The init runs in two
+// stages:
 //
 //  1. Setup (privileged inside the user namespace only): wait until the
 //     parent has placed it in the world's cgroup; bind the host root
@@ -23,7 +30,7 @@
 //     leaves exactly that thread.
 //  2. Serve (already confined): pid1.Run marks the init non-dumpable,
 //     starts the egress relay (127.0.0.1:port inside, its streams from
-//     the broker connection the init inherits as descriptor fdBroker)
+//     the broker connection the init inherits as descriptor nsinit.FDBroker)
 //     and installs the world filter; the init creates the OS threads it
 //     will need (so a fork bomb at the pids limit cannot make the Go
 //     runtime fail to start one) and serves package pid1 over its

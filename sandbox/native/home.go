@@ -1,13 +1,12 @@
 package native
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
 )
 
 // Home directories are hidden by an allow-list, not a deny-list: each
@@ -31,7 +30,7 @@ func homeLayout(allow []string, ws string, masks []string) (homes, binds []strin
 			continue
 		}
 		seen[home] = true
-		if ws != "" && isBelow(home, ws) {
+		if ws != "" && nsinit.IsBelow(home, ws) {
 			continue // the home is (inside) the workspace: the world's anyway
 		}
 		if !slices.Contains(masks, home) {
@@ -43,7 +42,7 @@ func homeLayout(allow []string, ws string, masks []string) (homes, binds []strin
 				continue
 			}
 			real, err := filepath.EvalSymlinks(filepath.Join(home, rel))
-			if err != nil || real == home || !isBelow(real, home) || (ws != "" && isBelow(real, ws)) || seen[real] || belowAny(real, masks) {
+			if err != nil || real == home || !nsinit.IsBelow(real, home) || (ws != "" && nsinit.IsBelow(real, ws)) || seen[real] || belowAny(real, masks) {
 				continue
 			}
 			if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
@@ -73,42 +72,9 @@ func HomeView(masks, allow []string) (homes, readable []string) {
 // belowAny reports whether p is one of dirs or inside one.
 func belowAny(p string, dirs []string) bool {
 	for _, d := range dirs {
-		if isBelow(p, d) {
+		if nsinit.IsBelow(p, d) {
 			return true
 		}
 	}
 	return false
-}
-
-// coversAny reports whether mask m is an ancestor of (or equal to) one
-// of paths: such a mask must stay writable until their mount points are
-// made.
-func coversAny(paths []string, m string) bool {
-	for _, p := range paths {
-		if isBelow(p, m) {
-			return true
-		}
-	}
-	return false
-}
-
-// attachAllowed binds the allowed home locations back into root,
-// read-only, each on a mount point made in the (still writable) tmpfs
-// over its home: the trees dsh made (a root dsh) or, for an unprivileged
-// caller, binds of the paths.
-func attachAllowed(root string, c *initConfig) error {
-	for i, p := range c.Allow {
-		target := filepath.Join(root, p)
-		if err := os.MkdirAll(target, 0o755); err != nil {
-			return fmt.Errorf("creating the mount point of %s: %w", p, err)
-		}
-		fd := -1
-		if c.Trees {
-			fd = c.trees[1+i]
-		}
-		if err := attachTree(fd, p, target, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -229,52 +229,6 @@ func release(sync *os.File, fds []int) error {
 	return unix.Sendmsg(int(sync.Fd()), []byte{1}, oob, nil, 0)
 }
 
-// maxTrees bounds the descriptors the init accepts with the sync byte.
-const maxTrees = 64
-
-// awaitRelease is the init's side of release: it blocks until the byte
-// arrives and returns the descriptors that came with it.
-func awaitRelease() ([]int, error) {
-	var b [1]byte
-	oob := make([]byte, unix.CmsgSpace(4*maxTrees))
-	n, oobn, _, _, err := unix.Recvmsg(fdSync, b[:], oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || n != 1 {
-		return nil, errors.New("native init: dsh went away before the sandbox was placed in its cgroup")
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil {
-		return nil, fmt.Errorf("native init: reading the mounts dsh passed: %w", err)
-	}
-	var fds []int
-	for _, m := range msgs {
-		f, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			return nil, fmt.Errorf("native init: reading the mounts dsh passed: %w", err)
-		}
-		fds = append(fds, f...)
-	}
-	unix.Close(fdSync)
-	return fds, nil
-}
-
-// attachTree puts the detached mount fd at target (in the init's own
-// mount namespace) or, with fd < 0, binds the host path src there (an
-// unprivileged caller, whose init may read everything the caller may).
-func attachTree(fd int, src, target string, attr *unix.MountAttr) error {
-	if fd >= 0 {
-		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("attaching %s: %w", src, err)
-		}
-		unix.Close(fd)
-	} else if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("binding %s: %w", src, err)
-	}
-	if err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE, attr); err != nil {
-		return fmt.Errorf("setting the flags of %s: %w", src, err)
-	}
-	return nil
-}
-
 // mapStateDir lets the world's mapped root reach the mount point of its
 // root: the base directory becomes searchable (not listable) and the
 // world's own directory belongs to the world's host uid 0.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
 )
 
 func openWorld(t *testing.T, spec *sandbox.Spec) *instance {
@@ -299,7 +300,7 @@ for s in /proc/1/task/*/status; do grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewP
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	cmdline := lines[0]
-	if wantServe := !allThreadsAvailable(); strings.HasSuffix(cmdline, stageServe+" ") != wantServe {
+	if wantServe := !nsinit.AllThreadsAvailable(); strings.HasSuffix(cmdline, nsinit.StageServe+" ") != wantServe {
 		t.Errorf("init command line %q; re-executed stage 2 = %v, want %v", cmdline, !wantServe, wantServe)
 	}
 	threads := 0

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
 )
 
 // Report says what native confinement this machine offers. Every field
@@ -180,7 +181,7 @@ func (d *Driver) trial(ctx context.Context) error {
 	defer os.RemoveAll(dir)
 	spec := sandbox.DefaultSpec(dir)
 	spec.Resources = nil
-	return d.runOnce(ctx, spec, []string{"/proc/self/exe", InitArg, stageNoop}, nil, nil)
+	return d.runOnce(ctx, spec, []string{"/proc/self/exe", InitArg, nsinit.StageNoop}, nil, nil)
 }
 
 // userNSAllowed reports whether this caller may create user namespaces,

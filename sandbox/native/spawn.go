@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // cloneFlags are the namespaces of every world.
@@ -41,7 +41,28 @@ type launch struct {
 	broker *net.UnixConn // dsh's end of the egress broker connection
 	// ctlR/ctlW carry the pid1 session (serve mode only).
 	ctlR, ctlW *os.File
+	// undo removes what the steps of start made; the launch owns it once
+	// start succeeds (cleanup).
+	undo undo
 }
+
+// undo is a cleanup stack: each step that makes something pushes how to
+// remove it, and run removes everything in reverse order.
+type undo []func()
+
+func (u *undo) push(f func()) { *u = append(*u, f) }
+
+func (u *undo) run() {
+	for i := len(*u) - 1; i >= 0; i-- {
+		(*u)[i]()
+	}
+	*u = nil
+}
+
+// cleanup kills the init and removes the world's cgroup, broker
+// connection and state directory. Safe on a partly built launch, and
+// after parts were released by hand (a nil cmd or cg is skipped).
+func (l *launch) cleanup() { l.undo.run() }
 
 // stdio is where the init's own standard streams go in exec mode.
 type stdio struct {
@@ -49,150 +70,237 @@ type stdio struct {
 	out, err io.Writer
 }
 
-// start launches an init for spec. With exec set, the init executes that
-// argv as the sandbox's PID 1 instead of serving pid1 (probe and tests of
-// the setup stage). opts gives the world's ID and egress server; nil
-// means a fresh ID and no server. On error everything created is removed.
-func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, execEnv []string, io3 *stdio) (_ *launch, err error) {
+// plan is what start decides before it makes anything.
+type plan struct {
+	ws         string
+	worldID    string
+	egress     sandbox.EgressServer
+	res        *specs.LinuxResources
+	wantLimits bool
+	mapped     bool // a root caller: the world gets the host range ids
+	ids        idRange
+	exe        string
+	base       string // the state directory of every world
+	cgParent   string
+	cfg        *nsinit.Config // Root and the egress fields are filled in by the steps
+	serve      bool           // serve pid1, else exec cfg.Exec
+}
+
+// plan checks spec and decides everything of the world that needs
+// nothing made yet. It reaps worlds whose dsh crashed.
+func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, execEnv []string) (*plan, error) {
 	ws, err := checkSpec(spec)
 	if err != nil {
 		return nil, err
 	}
-	worldID, egress, err := opts.Resolve(spec)
-	if err != nil {
+	p := &plan{ws: ws, serve: execArgv == nil}
+	if p.worldID, p.egress, err = opts.Resolve(spec); err != nil {
 		return nil, invalid(err)
 	}
-	res, wantLimits, err := limits(spec.Resources)
-	if err != nil {
+	if p.res, p.wantLimits, err = limits(spec.Resources); err != nil {
 		return nil, err
 	}
 	// A root caller's world is mapped to an unprivileged host range.
-	mapped := os.Geteuid() == 0
-	var ids idRange
-	if mapped {
-		if ids, err = worldIDRange(d.opts.IDBase); err != nil {
+	p.mapped = os.Geteuid() == 0
+	if p.mapped {
+		if p.ids, err = worldIDRange(d.opts.IDBase); err != nil {
 			return nil, err
 		}
 	}
-	uid, gid, groups, err := identity(spec, mapped, ws)
+	uid, gid, groups, err := identity(spec, p.mapped, ws)
 	if err != nil {
 		return nil, err
 	}
-	exe := d.opts.Executable
-	if exe == "" {
-		if exe, err = os.Executable(); err != nil {
+	if p.exe = d.opts.Executable; p.exe == "" {
+		if p.exe, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("native: finding dsh's own binary to run as the init: %w", err)
 		}
 	}
-	base, err := stateBase(d.opts.StateDir)
-	if err != nil {
+	if p.base, err = stateBase(d.opts.StateDir); err != nil {
 		return nil, err
 	}
-	parent, err := d.cgroupParent()
-	if err != nil {
+	if p.cgParent, err = d.cgroupParent(); err != nil {
 		return nil, err
 	}
-	reap(base, parent)
-
-	l := &launch{}
-	defer func() {
-		if err != nil {
-			l.cleanup()
-		}
-	}()
-	if l.id, err = stateName(worldID); err != nil {
-		return nil, err
-	}
-	l.dir = filepath.Join(base, l.id)
-	if err := os.Mkdir(l.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("native: creating world directory: %w", err)
-	}
-	root := filepath.Join(l.dir, "root")
-	if err := os.Mkdir(root, 0o700); err != nil {
-		return nil, fmt.Errorf("native: creating root mount point: %w", err)
-	}
+	reap(p.base, p.cgParent)
 	// dsh's own state (every world's directory) is never in a world.
-	masks := expandMasks(append(append([]string(nil), spec.Masks...), base), mapped)
+	masks := expandMasks(append(append([]string(nil), spec.Masks...), p.base), p.mapped)
 	homes, allow := homeLayout(spec.HomeAllow, ws, masks)
-	cfg := &initConfig{
-		Root: root, Workspace: ws, Hostname: spec.Hostname,
+	p.cfg = &nsinit.Config{
+		Workspace: ws, Hostname: spec.Hostname,
 		Masks: append(masks, homes...),
-		Allow: allow, Trees: mapped,
+		Allow: allow, Trees: p.mapped,
 		Mounts: spec.Mounts, Rlimits: spec.Rlimits,
 		UID: uid, GID: gid, Groups: groups,
 		Exec: execArgv, ExecEnv: execEnv,
 		Trace:       os.Getenv("DSH_NATIVE_TRACE") == "1",
 		UnixSockets: spec.UnixSockets,
 	}
-	var brokerChild *os.File // the init's end of the broker connection
-	if egress != nil {
-		if l.broker, brokerChild, err = brokerPair(); err != nil {
-			return nil, err
-		}
-		defer brokerChild.Close()
-		go sandbox.ServeEgress(l.broker, egress)
-		cfg.Egress = true
-		cfg.ProxyPort = proxyPort
-	}
-	if wantLimits {
-		if l.cg, err = newCgroup(parent, l.id, res); err != nil {
-			return nil, err
-		}
-	}
-	env, err := cfg.encode()
+	return p, nil
+}
+
+// starting is one start in progress: the launch being built and what
+// only the start needs (its descriptors, closed by transient whether it
+// succeeds or not).
+type starting struct {
+	*plan
+	d         *Driver
+	ctx       context.Context
+	io3       *stdio
+	l         *launch
+	transient undo
+
+	brokerChild  *os.File // the init's end of the broker connection
+	syncR, syncW *os.File
+	readyR       *os.File
+	readyW       *os.File
+	exeFile      *os.File
+	sys          *syscall.SysProcAttr
+	trees        []int
+}
+
+// start launches an init for spec. With exec set, the init executes that
+// argv as the sandbox's PID 1 instead of serving pid1 (probe and tests of
+// the setup stage). opts gives the world's ID and egress server; nil
+// means a fresh ID and no server. It runs the steps below in order; each
+// pushes the undo of what it made, and on error everything made so far
+// is removed in reverse order.
+func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, execEnv []string, io3 *stdio) (*launch, error) {
+	p, err := d.plan(spec, opts, execArgv, execEnv)
 	if err != nil {
 		return nil, err
 	}
+	s := &starting{plan: p, d: d, ctx: ctx, io3: io3, l: &launch{}}
+	defer s.transient.run()
+	for _, step := range []func() error{
+		s.makeState,     // the world's directory and root mount point
+		s.connectEgress, // the broker connection dsh serves
+		s.makeCgroup,    // the world's cgroup, if it has limits
+		s.openChannels,  // sync socket, ready pipe, the binary
+		s.spawn,         // the init, in its namespaces (and cgroup v2)
+		s.placeInCgroup, // cgroup v1: before the init may go on
+		s.makeTrees,     // a root caller: the idmapped workspace and homes
+		s.release,       // the init may go on
+		s.awaitReady,    // its verdict
+		s.limitPids,     // the pids limit, now the init's threads exist
+	} {
+		if err := step(); err != nil {
+			s.l.cleanup()
+			return nil, err
+		}
+	}
+	return s.l, nil
+}
 
+func (s *starting) makeState() error {
+	id, err := stateName(s.worldID)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(s.base, id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("native: creating world directory: %w", err)
+	}
+	s.l.id, s.l.dir = id, dir
+	s.l.undo.push(func() { _ = os.RemoveAll(dir) })
+	s.cfg.Root = filepath.Join(dir, "root")
+	if err := os.Mkdir(s.cfg.Root, 0o700); err != nil {
+		return fmt.Errorf("native: creating root mount point: %w", err)
+	}
+	return nil
+}
+
+func (s *starting) connectEgress() error {
+	if s.egress == nil {
+		return nil
+	}
+	broker, child, err := brokerPair()
+	if err != nil {
+		return err
+	}
+	s.l.broker, s.brokerChild = broker, child
+	s.l.undo.push(func() { broker.Close() })
+	s.transient.push(func() { child.Close() })
+	go sandbox.ServeEgress(broker, s.egress)
+	s.cfg.Egress = true
+	s.cfg.ProxyPort = proxyPort
+	return nil
+}
+
+func (s *starting) makeCgroup() error {
+	if !s.wantLimits {
+		return nil
+	}
+	cg, err := newCgroup(s.cgParent, s.l.id, s.res)
+	if err != nil {
+		return err
+	}
+	s.l.cg = cg
+	// Through the field: a closing instance destroys it first.
+	s.l.undo.push(func() {
+		if s.l.cg != nil {
+			_ = s.l.cg.destroy()
+		}
+	})
+	return nil
+}
+
+func (s *starting) openChannels() error {
 	// The sync channel is a socket: the release byte may carry mounts.
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("native: sync socket: %w", err)
+		return fmt.Errorf("native: sync socket: %w", err)
 	}
-	syncR, syncW := os.NewFile(uintptr(pair[1]), "sync"), os.NewFile(uintptr(pair[0]), "sync")
-	defer syncR.Close()
-	defer syncW.Close()
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
-		return nil, err
+	s.syncR, s.syncW = os.NewFile(uintptr(pair[1]), "sync"), os.NewFile(uintptr(pair[0]), "sync")
+	s.transient.push(func() { s.syncR.Close(); s.syncW.Close() })
+	if s.readyR, s.readyW, err = os.Pipe(); err != nil {
+		return err
 	}
-	defer readyR.Close()
-	defer readyW.Close()
-
+	s.transient.push(func() { s.readyR.Close(); s.readyW.Close() })
 	// Executed through a descriptor: the mapped init may not be allowed
 	// to look up the binary's path (a test binary in a private directory).
-	exeFile, err := os.Open(exe)
-	if err != nil {
-		return nil, fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
+	if s.exeFile, err = os.Open(s.exe); err != nil {
+		return fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
 	}
-	defer exeFile.Close()
-	cmd := exec.Command(exe, InitArg)
-	cmd.Path = "/proc/self/fd/" + strconv.Itoa(fdExe)
+	s.transient.push(func() { s.exeFile.Close() })
+	return nil
+}
+
+func (s *starting) spawn() error {
+	env, err := s.cfg.Encode()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(s.exe, nsinit.Arg)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(nsinit.FDExe)
 	cmd.Args[0] = "dsh-init"
 	// One P: the init only relays I/O, and every thread it has costs a
 	// round in the all-threads credential drop.
-	cmd.Env = []string{configEnv + "=" + env, "GOMAXPROCS=1"}
-	cmd.ExtraFiles = []*os.File{syncR, readyW, exeFile}
-	if brokerChild != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, brokerChild) // fdBroker
+	cmd.Env = []string{nsinit.ConfigEnv + "=" + env, "GOMAXPROCS=1"}
+	cmd.ExtraFiles = []*os.File{s.syncR, s.readyW, s.exeFile} // FDSync, FDReady, FDExe
+	if s.brokerChild != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.brokerChild) // FDBroker
 	}
 	var childCtl [2]*os.File
-	if execArgv == nil {
+	if s.serve {
 		var inR, outW *os.File
-		if inR, l.ctlW, err = os.Pipe(); err != nil {
-			return nil, err
+		if inR, s.l.ctlW, err = os.Pipe(); err != nil {
+			return err
 		}
-		if l.ctlR, outW, err = os.Pipe(); err != nil {
+		if s.l.ctlR, outW, err = os.Pipe(); err != nil {
 			inR.Close()
-			return nil, err
+			s.l.ctlW.Close()
+			return err
 		}
+		ctlR := s.l.ctlR
+		s.l.undo.push(func() { ctlR.Close() })
 		childCtl = [2]*os.File{inR, outW}
 		cmd.Stdin, cmd.Stdout = inR, outW
-		cmd.Stderr = d.opts.Stderr
-	} else if io3 != nil {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = io3.in, io3.out, io3.err
+		cmd.Stderr = s.d.opts.Stderr
+	} else if s.io3 != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = s.io3.in, s.io3.out, s.io3.err
 	}
-	sys := &syscall.SysProcAttr{
+	s.sys = &syscall.SysProcAttr{
 		Cloneflags:  cloneFlags,
 		AmbientCaps: setupCaps,
 		// A session of its own, with no controlling terminal: nothing in
@@ -201,80 +309,113 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		// forwards it to the command).
 		Setsid: true,
 	}
-	if mapped {
-		sys.UidMappings, sys.GidMappings = ids.mappings()
-		sys.GidMappingsEnableSetgroups = true
+	if s.mapped {
+		s.sys.UidMappings, s.sys.GidMappings = s.ids.mappings()
+		s.sys.GidMappingsEnableSetgroups = true
 		// Writing the maps does not change the child's own ids: it would
 		// keep host uid 0. Become the world's root, host id ids.uid.
-		sys.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+		s.sys.Credential = &syscall.Credential{Uid: 0, Gid: 0}
 	} else {
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		s.sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		s.sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	}
-	if l.cg != nil && l.cg.dirFD() >= 0 {
+	if s.l.cg != nil && s.l.cg.dirFD() >= 0 {
 		// cgroup v2: born in its cgroup (clone3 CLONE_INTO_CGROUP), so
 		// its cgroup namespace is rooted at the world's own group.
-		sys.UseCgroupFD, sys.CgroupFD = true, l.cg.dirFD()
+		s.sys.UseCgroupFD, s.sys.CgroupFD = true, s.l.cg.dirFD()
 	}
-	cmd.SysProcAttr = sys
-	l.cmd = cmd
+	cmd.SysProcAttr = s.sys
 	err = startPinned(cmd)
 	for _, f := range childCtl {
 		if f != nil {
 			f.Close()
 		}
 	}
+	if err == nil {
+		s.l.cmd = cmd
+	}
+	// Closing the control connection first ends pid1's session; the
+	// init is killed through the field, which whoever waited for it
+	// clears.
+	s.l.undo.push(func() {
+		if s.l.ctlW != nil {
+			s.l.ctlW.Close()
+		}
+		if s.l.cmd != nil && s.l.cmd.Process != nil {
+			_ = s.l.cmd.Process.Kill()
+			_ = s.l.cmd.Wait()
+		}
+	})
 	if err != nil {
-		l.cmd = nil
-		if mapped {
-			if rerr := ids.usable(); rerr != nil {
-				return nil, rerr
+		if s.mapped {
+			if rerr := s.ids.usable(); rerr != nil {
+				return rerr
 			}
 		}
-		return nil, usernsError(err)
+		return usernsError(err)
 	}
-	syncR.Close()
-	readyW.Close()
-	exeFile.Close()
-	if l.cg != nil && !sys.UseCgroupFD {
-		if err := l.cg.add(cmd.Process.Pid); err != nil {
-			return nil, &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
+	// The init holds its ends now.
+	s.syncR.Close()
+	s.readyW.Close()
+	s.exeFile.Close()
+	return nil
+}
+
+func (s *starting) placeInCgroup() error {
+	if s.l.cg != nil && !s.sys.UseCgroupFD {
+		if err := s.l.cg.add(s.l.cmd.Process.Pid); err != nil {
+			return &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
 		}
 	}
-	if execArgv == nil {
-		protectInit(cmd.Process.Pid)
+	if s.serve {
+		protectInit(s.l.cmd.Process.Pid)
 	}
-	var trees []int
-	if mapped {
-		if err := mapStateDir(base, l.dir, ids); err != nil {
-			return nil, err
-		}
-		if trees, err = detachedTrees(cmd.Process.Pid, ws, allow); err != nil {
-			return nil, err
-		}
-		defer closeFDs(trees)
+	return nil
+}
+
+func (s *starting) makeTrees() error {
+	if !s.mapped {
+		return nil
 	}
+	if err := mapStateDir(s.base, s.l.dir, s.ids); err != nil {
+		return err
+	}
+	trees, err := detachedTrees(s.l.cmd.Process.Pid, s.ws, s.cfg.Allow)
+	if err != nil {
+		return err
+	}
+	s.trees = trees
+	s.transient.push(func() { closeFDs(trees) })
+	return nil
+}
+
+func (s *starting) release() error {
 	// The init waits for this byte: nothing runs before it is limited.
-	if err := release(syncW, trees); err != nil {
-		return nil, fmt.Errorf("native: releasing the init: %w", err)
+	if err := release(s.syncW, s.trees); err != nil {
+		return fmt.Errorf("native: releasing the init: %w", err)
 	}
-	syncW.Close()
-	if err := waitReady(ctx, readyR, execArgv == nil); err != nil {
-		return nil, err
+	s.syncW.Close()
+	return nil
+}
+
+func (s *starting) awaitReady() error { return waitReady(s.ctx, s.readyR, s.serve) }
+
+func (s *starting) limitPids() error {
+	if s.l.cg == nil || s.res.Pids == nil {
+		return nil
 	}
-	if l.cg != nil && res.Pids != nil {
-		want := *res.Pids.Limit - pidsReserve
-		if execArgv != nil {
-			// Exec mode: PID 1 is the command itself, no init threads.
-			err = l.cg.setPids(want)
-		} else {
-			err = fitPids(l.cg, cmd.Process.Pid, want)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("native: setting the pids limit: %w", err)
-		}
+	want := *s.res.Pids.Limit - pidsReserve
+	var err error
+	if s.serve {
+		err = fitPids(s.l.cg, s.l.cmd.Process.Pid, want)
+	} else {
+		// Exec mode: PID 1 is the command itself, no init threads.
+		err = s.l.cg.setPids(want)
 	}
-	return l, nil
+	if err != nil {
+		return fmt.Errorf("native: setting the pids limit: %w", err)
+	}
+	return nil
 }
 
 // waitReady reads the init's verdict: 0x00 once stage 2 serves; in exec
@@ -320,26 +461,23 @@ func waitReady(ctx context.Context, r *os.File, serve bool) error {
 		case res.first == 1 && !serve && len(res.msg) == 0:
 			return nil
 		case len(res.msg) == 0:
-			return errors.New("native: the sandbox init exited during setup without a message (is the executable dsh, dispatching " + InitArg + "?)")
+			return errors.New("native: the sandbox init exited during setup without a message (is the executable dsh, dispatching " + nsinit.Arg + "?)")
 		}
-		return initError(string(res.msg))
+		return initError(res.msg)
 	}
 }
 
-// initError rebuilds a typed error from stage 1's message.
-func initError(msg string) error {
-	if rest, ok := strings.CutPrefix(msg, "unavailable\x00"); ok {
-		f := strings.SplitN(rest, "\x00", 3)
-		for len(f) < 3 {
-			f = append(f, "")
-		}
-		var inner error
-		if f[1] != "" {
-			inner = errors.New(f[1])
-		}
-		return &unavailableError{Step: f[0], Err: inner, Fix: f[2]}
+// initError makes the init's Failure the driver's error.
+func initError(msg []byte) error {
+	f := nsinit.DecodeFailure(msg)
+	if !f.Unavailable {
+		return fmt.Errorf("native: setting up the sandbox: %s", f.Err)
 	}
-	return fmt.Errorf("native: setting up the sandbox: %s", msg)
+	var inner error
+	if f.Err != "" {
+		inner = errors.New(f.Err)
+	}
+	return &unavailableError{Step: f.Step, Err: inner, Fix: f.Fix}
 }
 
 // usernsError explains why the kernel refused the namespaces.
@@ -371,28 +509,4 @@ func brokerPair() (*net.UnixConn, *os.File, error) {
 		return nil, nil, fmt.Errorf("native: egress broker: %w", err)
 	}
 	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "egress-broker-init"), nil
-}
-
-// cleanup kills the init and removes the world's cgroup, socket and
-// state directory. Safe on a partly built launch.
-func (l *launch) cleanup() {
-	if l.ctlW != nil {
-		l.ctlW.Close()
-	}
-	if l.cmd != nil && l.cmd.Process != nil {
-		_ = l.cmd.Process.Kill()
-		_ = l.cmd.Wait()
-	}
-	if l.ctlR != nil {
-		l.ctlR.Close()
-	}
-	if l.cg != nil {
-		_ = l.cg.destroy()
-	}
-	if l.broker != nil {
-		l.broker.Close()
-	}
-	if l.dir != "" {
-		_ = os.RemoveAll(l.dir)
-	}
 }

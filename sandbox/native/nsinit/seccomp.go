@@ -1,4 +1,4 @@
-package native
+package nsinit
 
 import (
 	"fmt"
@@ -46,7 +46,7 @@ func filterProgram() ([]unix.SockFilter, error) {
 	}
 	arch, ok := auditArch[runtime.GOARCH]
 	if !ok {
-		return nil, &unavailableError{Step: "build the seccomp filter", Err: fmt.Errorf("architecture %s is not supported", runtime.GOARCH), Fix: "the native driver supports amd64 and arm64; use --driver docker"}
+		return nil, unavailable("build the seccomp filter", fmt.Errorf("architecture %s is not supported", runtime.GOARCH), "the native driver supports amd64 and arm64; use --driver docker")
 	}
 	guard := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
@@ -87,7 +87,7 @@ func loadFilter(prog []unix.SockFilter, allThreads bool) error {
 		if e == 0 {
 			e = unix.EBUSY // TSYNC names a thread it could not synchronise
 		}
-		return &unavailableError{Step: "install the seccomp filter", Err: e, Fix: "the kernel needs CONFIG_SECCOMP_FILTER; use --driver docker"}
+		return unavailable("install the seccomp filter", e, "the kernel needs CONFIG_SECCOMP_FILTER; use --driver docker")
 	}
 	return nil
 }

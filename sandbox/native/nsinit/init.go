@@ -1,4 +1,4 @@
-package native
+package nsinit
 
 import (
 	"errors"
@@ -15,27 +15,6 @@ import (
 
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
-)
-
-// InitArg is the hidden first argument that makes dsh run as the native
-// sandbox's init. cmd/dsh dispatches it to InitMain before parsing flags;
-// tests dispatch it from TestMain.
-const InitArg = "__native-init"
-
-// Stages of the init, in os.Args[2]. Stage 1 has no argument.
-const (
-	stageServe = "serve" // stage 2: confined, serves pid1
-	stageNoop  = "noop"  // exits 0: proves a probe sandbox came up
-)
-
-// Descriptors the driver passes to stage 1 (ExtraFiles).
-const (
-	fdSync  = 3 // one byte when the init is in its cgroup; EOF = abort
-	fdReady = 4 // 0x00 when serving, 0x01 before exec mode's execve; else an error message
-	fdExe   = 5 // the binary itself, executed as /proc/self/fd/5; closed at once
-	// fdBroker is the egress broker connection (sandbox.ServeEgress),
-	// present only for a world with egress.
-	fdBroker = 6
 )
 
 // portEnv carries the relay's port from stage 1 to stage 2 (no variable:
@@ -55,7 +34,7 @@ var execDropErr error
 var execDropTime time.Duration
 
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == InitArg && len(os.Args) == 2 {
+	if len(os.Args) > 1 && os.Args[1] == Arg && len(os.Args) == 2 {
 		// Now the runtime has the fewest threads it will ever have (3
 		// measured: the main one, sysmon and one more; stage 1 later has
 		// 4-5), so each of the 44 all-threads rounds is cheapest; the
@@ -75,10 +54,10 @@ func init() {
 	}
 }
 
-// InitMain runs the init stage named by os.Args and returns the process
-// exit status: success ends in execve, or in serving pid1 until the
-// driver closes the connection.
-func InitMain() int {
+// Main runs the init stage named by os.Args (after Arg) and returns the
+// process exit status: success ends in execve, or in serving pid1 until
+// the driver closes the connection.
+func Main() int {
 	stage := ""
 	if len(os.Args) > 2 {
 		stage = os.Args[2]
@@ -91,13 +70,13 @@ func InitMain() int {
 			return 125
 		}
 		return 0
-	case stageServe:
+	case StageServe:
 		if err := stage2(); err != nil {
 			reportFailure(err)
 			return 125
 		}
 		return 0
-	case stageNoop:
+	case StageNoop:
 		return 0
 	default:
 		fmt.Fprintf(os.Stderr, "dsh: unknown init stage %q\n", stage)
@@ -105,38 +84,14 @@ func InitMain() int {
 	}
 }
 
-// reportFailure tells the driver why setup failed, over the ready pipe.
-func reportFailure(err error) {
-	if err == nil {
-		err = errors.New("native init: setup ended without starting")
-	}
-	msg := err.Error()
-	var ue *unavailableError
-	if errors.As(err, &ue) {
-		// Mark it so the driver can rebuild an ErrUnavailable.
-		msg = "unavailable\x00" + ue.Step + "\x00" + errString(ue.Err) + "\x00" + ue.Fix
-	}
-	f := os.NewFile(fdReady, "ready")
-	if _, werr := f.Write([]byte(msg)); werr != nil {
-		fmt.Fprintln(os.Stderr, "dsh init:", msg)
-	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
 // stage1 builds the sandbox and confines the locked thread, then
 // executes stage 2 (or the configured command) from it.
 func stage1() error {
-	cfg, err := decodeConfig(os.Getenv(configEnv))
+	cfg, err := decodeConfig(os.Getenv(ConfigEnv))
 	if err != nil {
 		return err
 	}
-	unix.Close(fdExe)
+	unix.Close(FDExe)
 	if cfg.trees, err = awaitRelease(); err != nil {
 		return err
 	}
@@ -175,7 +130,7 @@ func stage1() error {
 	if err != nil {
 		return err
 	}
-	path, argv, env := "/proc/self/exe", []string{os.Args[0], InitArg, stageServe}, []string(nil)
+	path, argv, env := "/proc/self/exe", []string{os.Args[0], Arg, StageServe}, []string(nil)
 	if cfg.Egress {
 		env = append(env, portEnv+"="+strconv.Itoa(cfg.ProxyPort))
 	}
@@ -189,7 +144,7 @@ func stage1() error {
 		}
 	}
 	// Nothing but stdio and (for stage 2) the ready pipe crosses execve.
-	if err := unix.CloseRange(fdSync, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	if err := unix.CloseRange(FDSync, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("marking descriptors close-on-exec: %w", err)
 	}
 	allThreads := execDropErr == nil
@@ -214,9 +169,9 @@ func stage1() error {
 		return serve(tr, cfg.ProxyPort, cfg.Egress, cfg.UnixSockets)
 	}
 	if len(cfg.Exec) == 0 {
-		pass := []int{fdReady}
+		pass := []int{FDReady}
 		if cfg.Egress {
-			pass = append(pass, fdBroker)
+			pass = append(pass, FDBroker)
 		}
 		for _, fd := range pass {
 			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
@@ -233,7 +188,7 @@ func stage1() error {
 	if len(cfg.Exec) > 0 {
 		// 0x01: set up; the pipe closes on a successful execve, and an
 		// error message follows if it fails.
-		if _, err := unix.Write(fdReady, []byte{1}); err != nil {
+		if _, err := unix.Write(FDReady, []byte{1}); err != nil {
 			return fmt.Errorf("reporting readiness: %w", err)
 		}
 	}
@@ -258,7 +213,7 @@ func stage2() error {
 func serve(tr *tracer, port int, egress, unixSockets bool) error {
 	cfg := &pid1.Config{Filter: true, UnixSockets: unixSockets}
 	if egress {
-		f := os.NewFile(fdBroker, "egress-broker")
+		f := os.NewFile(FDBroker, "egress-broker")
 		c, err := net.FileConn(f)
 		f.Close()
 		if err != nil {
@@ -269,9 +224,9 @@ func serve(tr *tracer, port int, egress, unixSockets bool) error {
 	}
 	cfg.Ready = func() error {
 		tr.mark("relay+filter")
-		prewarmThreads(initThreads)
+		prewarmThreads(InitThreads)
 		tr.mark("threads")
-		ready := os.NewFile(fdReady, "ready")
+		ready := os.NewFile(FDReady, "ready")
 		defer ready.Close()
 		if _, err := ready.Write([]byte{0}); err != nil {
 			return fmt.Errorf("reporting readiness: %w", err)
@@ -283,14 +238,6 @@ func serve(tr *tracer, port int, egress, unixSockets bool) error {
 	}
 	return nil
 }
-
-// initThreads is how many OS threads the init creates up front. Go starts
-// a thread whenever a goroutine blocks in a syscall and no idle one is
-// left, and dies if the kernel refuses; under a fork bomb the world's
-// pids limit would refuse it. Threads created now are reused later, so
-// the init never needs a new one at the limit. pidsReserve (cgroup.go)
-// adds room for them to the world's limit.
-const initThreads = 12
 
 // prewarmThreads makes the Go runtime hold n idle threads: n goroutines
 // each lock a thread at the same time, then let go of it. It returns

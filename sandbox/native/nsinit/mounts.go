@@ -1,4 +1,4 @@
-package native
+package nsinit
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // buildRoot assembles the sandbox's root on c.Root and pivots into it.
 // It runs in stage 1, in the new mount namespace, before any credential
 // is dropped.
-func buildRoot(c *initConfig) error {
+func buildRoot(c *Config) error {
 	// Nothing we mount may propagate back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making / private: %w", err)
@@ -42,7 +42,7 @@ func buildRoot(c *initConfig) error {
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if err := unix.MountSetattr(unix.AT_FDCWD, root, unix.AT_RECURSIVE, attr); err != nil {
 		if errors.Is(err, unix.ENOSYS) {
-			return &unavailableError{Step: "make the root read-only (mount_setattr)", Err: err, Fix: "the native driver needs Linux 5.12 or newer; use --driver docker"}
+			return unavailable("make the root read-only (mount_setattr)", err, "the native driver needs Linux 5.12 or newer; use --driver docker")
 		}
 		return fmt.Errorf("making the root read-only: %w", err)
 	}
@@ -58,7 +58,7 @@ func buildRoot(c *initConfig) error {
 	// long enough to create their mount points, then read-only.
 	var above []string
 	for _, m := range c.Masks {
-		if isBelow(c.Workspace, m) || coversAny(c.Allow, m) {
+		if IsBelow(c.Workspace, m) || coversAny(c.Allow, m) {
 			mounted, err := mountMask(root, m, false)
 			if err != nil {
 				return err
@@ -87,7 +87,7 @@ func buildRoot(c *initConfig) error {
 		return fmt.Errorf("mounting the workspace: %w", err)
 	}
 	for _, m := range c.Masks {
-		if isBelow(c.Workspace, m) || coversAny(c.Allow, m) {
+		if IsBelow(c.Workspace, m) || coversAny(c.Allow, m) {
 			continue
 		}
 		if _, err := mountMask(root, m, true); err != nil {
@@ -108,8 +108,8 @@ func buildRoot(c *initConfig) error {
 	return pivot(root)
 }
 
-// isBelow reports whether path is dir or inside it.
-func isBelow(path, dir string) bool {
+// IsBelow reports whether path is dir or inside it.
+func IsBelow(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
@@ -192,7 +192,7 @@ func specMount(root string, m specs.Mount) error {
 func mountProc(root string) error {
 	proc := filepath.Join(root, "proc")
 	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return &unavailableError{Step: "mount a private /proc", Err: err, Fix: "the kernel refuses proc mounts in user namespaces when /proc is partly hidden (e.g. inside some containers); run dsh on the host or use --driver docker"}
+		return unavailable("mount a private /proc", err, "the kernel refuses proc mounts in user namespaces when /proc is partly hidden (e.g. inside some containers); run dsh on the host or use --driver docker")
 	}
 	for _, p := range procReadonly {
 		t := filepath.Join(proc, p)
@@ -264,7 +264,7 @@ func pivot(root string) error {
 		return fmt.Errorf("entering the new root: %w", err)
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return &unavailableError{Step: "pivot_root into the sandbox root", Err: err, Fix: "the host root must not be on a rootfs/initramfs mount; run dsh from a normal root filesystem or use --driver docker"}
+		return unavailable("pivot_root into the sandbox root", err, "the host root must not be on a rootfs/initramfs mount; run dsh from a normal root filesystem or use --driver docker")
 	}
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detaching the host root: %w", err)

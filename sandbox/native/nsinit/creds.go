@@ -1,8 +1,10 @@
-package native
+package nsinit
 
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -37,10 +39,10 @@ func threadSyscall(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno) {
 	return unix.RawSyscall(trap, a1, a2, a3)
 }
 
-// allThreadsAvailable reports whether credentials can be changed on every
+// AllThreadsAvailable reports whether credentials can be changed on every
 // thread at once: Go can do it unless cgo is linked (dsh is built with
 // CGO_ENABLED=0; test binaries often are not).
-func allThreadsAvailable() bool {
+func AllThreadsAvailable() bool {
 	_, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_GET_NO_NEW_PRIVS, 0, 0)
 	return e != syscall.ENOTSUP
 }
@@ -59,8 +61,10 @@ func allThreadsAvailable() bool {
 // capset that remove it.
 func dropExecPrivileges(sys syscaller) error {
 	last := lastCap
-	if v, ok := readInt("/proc/sys/kernel/cap_last_cap"); ok && v < lastCap {
-		last = v
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v < lastCap {
+			last = v
+		}
 	}
 	for c := 0; c <= last; c++ {
 		if _, _, e := sys(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 {

@@ -1,0 +1,94 @@
+package nsinit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// A root dsh passes the init detached mounts (open_tree) of the workspace,
+// idmapped through the world's user namespace, and of each allowed home
+// location, with the byte that releases it; the init attaches them in its
+// own mount namespace. An unprivileged caller's init binds the paths.
+
+// maxTrees bounds the descriptors the init accepts with the sync byte.
+const maxTrees = 64
+
+// awaitRelease is the init's side of release: it blocks until the byte
+// arrives and returns the descriptors that came with it.
+func awaitRelease() ([]int, error) {
+	var b [1]byte
+	oob := make([]byte, unix.CmsgSpace(4*maxTrees))
+	n, oobn, _, _, err := unix.Recvmsg(FDSync, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n != 1 {
+		return nil, errors.New("native init: dsh went away before the sandbox was placed in its cgroup")
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return nil, fmt.Errorf("native init: reading the mounts dsh passed: %w", err)
+	}
+	var fds []int
+	for _, m := range msgs {
+		f, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			return nil, fmt.Errorf("native init: reading the mounts dsh passed: %w", err)
+		}
+		fds = append(fds, f...)
+	}
+	unix.Close(FDSync)
+	return fds, nil
+}
+
+// attachTree puts the detached mount fd at target (in the init's own
+// mount namespace) or, with fd < 0, binds the host path src there (an
+// unprivileged caller, whose init may read everything the caller may).
+func attachTree(fd int, src, target string, attr *unix.MountAttr) error {
+	if fd >= 0 {
+		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attaching %s: %w", src, err)
+		}
+		unix.Close(fd)
+	} else if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding %s: %w", src, err)
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("setting the flags of %s: %w", src, err)
+	}
+	return nil
+}
+
+// coversAny reports whether mask m is an ancestor of (or equal to) one
+// of paths: such a mask must stay writable until their mount points are
+// made.
+func coversAny(paths []string, m string) bool {
+	for _, p := range paths {
+		if IsBelow(p, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// attachAllowed binds the allowed home locations back into root,
+// read-only, each on a mount point made in the (still writable) tmpfs
+// over its home: the trees dsh made (a root dsh) or, for an unprivileged
+// caller, binds of the paths.
+func attachAllowed(root string, c *Config) error {
+	for i, p := range c.Allow {
+		target := filepath.Join(root, p)
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return fmt.Errorf("creating the mount point of %s: %w", p, err)
+		}
+		fd := -1
+		if c.Trees {
+			fd = c.trees[1+i]
+		}
+		if err := attachTree(fd, p, target, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

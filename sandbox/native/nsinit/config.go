@@ -1,0 +1,102 @@
+package nsinit
+
+import (
+	"encoding/json"
+	"fmt"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Arg is the hidden first argument that makes a binary run as the init:
+// the driver re-executes dsh (or a test binary) with it, and the binary
+// dispatches it to Main before anything else.
+const Arg = "__native-init"
+
+// Stages of the init, in os.Args[2]. Stage 1 has no argument.
+const (
+	StageServe = "serve" // stage 2: confined, serves pid1
+	StageNoop  = "noop"  // exits 0: proves a probe sandbox came up
+)
+
+// Descriptors the driver passes to stage 1 (ExtraFiles).
+const (
+	FDSync  = 3 // one byte when the init is in its cgroup; EOF = abort
+	FDReady = 4 // 0x00 when serving, 0x01 before exec mode's execve; else a Failure
+	FDExe   = 5 // the binary itself, executed as /proc/self/fd/5; closed at once
+	// FDBroker is the egress broker connection (sandbox.ServeEgress),
+	// present only for a world with egress.
+	FDBroker = 6
+)
+
+// ConfigEnv carries the Config (JSON) from the driver to stage 1. Stage
+// 1 clears the environment before it executes anything.
+const ConfigEnv = "DSH_NATIVE_INIT"
+
+// InitThreads is how many OS threads the init creates up front. Go starts
+// a thread whenever a goroutine blocks in a syscall and no idle one is
+// left, and dies if the kernel refuses; under a fork bomb the world's
+// pids limit would refuse it. Threads created now are reused later, so
+// the init never needs a new one at the limit. The driver adds room for
+// them to the world's pids limit.
+const InitThreads = 12
+
+// Config is everything stage 1 needs, decided by the driver on the host
+// side so the init makes no policy decisions of its own.
+type Config struct {
+	// Root is the empty host directory the new root is assembled on.
+	Root string
+	// Workspace is the real (symlink-free) host path of the workspace.
+	Workspace string
+	Hostname  string
+	// Masks are real host paths that exist; ancestors of the workspace
+	// come first (see mounts.go).
+	Masks   []string
+	Mounts  []specs.Mount
+	Rlimits []specs.POSIXRlimit
+	// Allow are real host paths of home locations bound back read-only
+	// over the masked homes.
+	Allow []string
+	// Trees is set when the driver sends, with the sync byte, a detached
+	// mount of the workspace (idmapped) and of each Allow entry.
+	Trees bool
+	// trees are those descriptors, as stage 1 received them.
+	trees []int
+	// UID, GID and Groups are the identity processes run as, in the user
+	// namespace.
+	UID, GID uint32
+	Groups   []uint32
+	// Egress reports whether the init inherits an egress broker
+	// connection (FDBroker); ProxyPort is where its relay listens inside.
+	Egress    bool
+	ProxyPort int
+	// UnixSockets is Spec.UnixSockets.
+	UnixSockets bool
+	// Exec, when set, replaces stage 2: stage 1 executes this argv
+	// directly (with ExecEnv) as the confined PID 1. Used by the driver's
+	// probe and by tests of the setup stage.
+	Exec    []string
+	ExecEnv []string
+	// Trace makes stage 1 print how long each setup step took to its
+	// stderr.
+	Trace bool
+}
+
+// Encode returns c as the value of ConfigEnv.
+func (c *Config) Encode() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("encoding init config: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeConfig(s string) (*Config, error) {
+	if s == "" {
+		return nil, fmt.Errorf("native init: %s is not set (this entry point is internal to dsh)", ConfigEnv)
+	}
+	var c Config
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return nil, fmt.Errorf("native init: decoding %s: %w", ConfigEnv, err)
+	}
+	return &c, nil
+}

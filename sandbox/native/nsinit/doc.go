@@ -1,0 +1,24 @@
+// Package nsinit is the native sandbox's init: the code that runs inside
+// the new namespaces, after the driver (package native) has cloned it.
+//
+// The driver re-executes the running binary with [Arg] as its first
+// argument; the binary dispatches it to [Main] (dsh through native's
+// InitMain, test binaries from TestMain). Everything the init does was
+// decided on the host: it receives a [Config] (JSON in [ConfigEnv]) and
+// the descriptors FDSync, FDReady, FDExe and FDBroker, waits for the
+// release byte on FDSync (it is in its cgroup; a root dsh's detached
+// mounts come with it), and then runs two stages:
+//
+//  1. Setup (privileged inside the user namespace only): build the root
+//     (mounts.go), pivot_root, hostname, loopback, rlimits, then drop
+//     every privilege (creds.go) and install the seccomp filter
+//     (seccomp.go). Where every thread can be confined at once (built
+//     without cgo) the same process serves; else the locked thread
+//     re-executes the binary for stage 2 ([StageServe]).
+//  2. Serve: package pid1 over stdin/stdout, with the egress relay and
+//     the world filter; the init reports readiness with 0x00 on FDReady.
+//
+// A failure of either stage is written on FDReady as a [Failure] (JSON),
+// which the driver decodes into its own typed errors. nsinit imports
+// sandbox and pid1, never the driver.
+package nsinit
