@@ -91,7 +91,9 @@
 // The init gets SIGKILL when dsh dies (PR_SET_PDEATHSIG) and the pid
 // namespace dies with it; the control connection closing does the same.
 // Cgroups and state directories are named after their owner's pid and
-// start time, and Open reaps those whose owner is gone.
+// start time (and the world ID), and [Driver.Reap] — called once by
+// whoever opens worlds (sandbox.Reaper) — removes those whose owner is
+// gone.
 //
 // [Probe] reports what this kernel offers (user namespaces, cgroup version
 // and controllers, seccomp, landlock, overlayfs, pivot_root) for

@@ -122,7 +122,6 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	if p.cgParent, err = d.cgroupParent(); err != nil {
 		return nil, err
 	}
-	reap(p.base, p.cgParent)
 	// dsh's own state (every world's directory) is never in a world.
 	masks := expandMasks(append(append([]string(nil), spec.Masks...), p.base), p.mapped)
 	homes, allow := homeLayout(spec.HomeAllow, ws, masks)
