@@ -8,7 +8,8 @@
 // fetcher and adds the defence it lacked, so fetch can be on by default:
 //
 //   - URL: the raw string is at most 2048 bytes, then it must parse, be
-//     http or https (WEB_BLOCKED_URL otherwise) and carry no user info.
+//     http or https (WEB_INVALID_URL otherwise) and carry no user info
+//     (WEB_BLOCKED_URL).
 //   - GET only, a fixed Accept header, no cookies, no credentials, no
 //     proxy from the environment.
 //   - Redirects (301, 302, 303, 307, 308) are followed by Fetch itself:

@@ -13,13 +13,14 @@ type Code string
 
 // Fetch codes.
 const (
-	CodeInvalidURL         Code = "WEB_INVALID_URL"              // too long, unparsable, no host
-	CodeBlockedURL         Code = "WEB_BLOCKED_URL"              // valid URL refused: scheme, userinfo
+	CodeInvalidURL         Code = "WEB_INVALID_URL"              // too long, unparsable, not http(s), no host
+	CodeBlockedURL         Code = "WEB_BLOCKED_URL"              // valid http(s) URL refused: user info
 	CodeRedirectBlocked    Code = "WEB_REDIRECT_BLOCKED"         // hop budget, cross-origin, bad target
 	CodeUnsupportedContent Code = "WEB_UNSUPPORTED_CONTENT_TYPE" // type or charset not text
 	CodeTooLarge           Code = "WEB_FETCH_TOO_LARGE"          // Content-Length over the byte cap
 	CodeTimeout            Code = "WEB_FETCH_TIMEOUT"            // the fetch's own deadline passed
-	CodeProviderError      Code = "WEB_PROVIDER_ERROR"           // network or upstream failure
+	CodeConnectFailed      Code = "WEB_CONNECT_FAILED"           // the upstream refused the connection, or is unreachable or unresolvable
+	CodeProviderError      Code = "WEB_PROVIDER_ERROR"           // other network or upstream failure
 	CodeAborted            Code = "WEB_ABORTED"                  // the caller cancelled
 	CodeNetDenied          Code = "NET_DENIED"                   // the egress policy refused the destination
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -212,7 +213,23 @@ func (f *Fetcher) failure(parent, ctx context.Context, u *url.URL, hop int, err 
 	if errors.Is(err, netpolicy.ErrInvalidTarget) {
 		return wrapError(CodeInvalidURL, u.String(), unwrapURLError(err), "cannot fetch %s", where)
 	}
+	if connectFailed(err) {
+		return wrapError(CodeConnectFailed, u.String(), unwrapURLError(err), "cannot connect for %s", where)
+	}
 	return wrapError(CodeProviderError, u.String(), unwrapURLError(err), "fetch of %s failed", where)
+}
+
+// connectFailed reports whether err is a failure to reach the upstream at
+// all: the name did not resolve, or no connection could be made (refused,
+// unreachable, connect timeout). Failures after connecting (TLS, a reset,
+// a malformed answer) are not.
+func connectFailed(err error) bool {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // unwrapURLError drops net/http's "Get \"url\": " prefix, which would

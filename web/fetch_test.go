@@ -44,10 +44,10 @@ func TestFetchURLValidation(t *testing.T) {
 		{"http://", CodeInvalidURL},
 		{"http://127.0.0.1:0/", CodeInvalidURL},
 		{"http://127.0.0.1:99999/", CodeInvalidURL},
-		{"ftp://127.0.0.1/", CodeBlockedURL},
-		{"file:///etc/passwd", CodeBlockedURL},
-		{"javascript:alert(1)", CodeBlockedURL},
-		{"gopher://127.0.0.1:70/", CodeBlockedURL},
+		{"ftp://127.0.0.1/", CodeInvalidURL},
+		{"file:///etc/passwd", CodeInvalidURL},
+		{"javascript:alert(1)", CodeInvalidURL},
+		{"gopher://127.0.0.1:70/", CodeInvalidURL},
 		{"http://user:secret@" + srv.hostPort() + "/", CodeBlockedURL},
 		{"http://user@" + srv.hostPort() + "/", CodeBlockedURL},
 	}
@@ -454,8 +454,8 @@ func TestFetchNetworkFailure(t *testing.T) {
 	hp := srv.Listener.Addr().String()
 	srv.Close() // nothing listens on that loopback port now
 	f, _ := newTestFetcher(t, FetchOptions{}, []string{hp}, nil)
-	if we := fetchErr(t, f, "http://"+hp+"/"); we.Code != CodeProviderError {
-		t.Errorf("connection refused: %v, want %s", we, CodeProviderError)
+	if we := fetchErr(t, f, "http://"+hp+"/"); we.Code != CodeConnectFailed {
+		t.Errorf("connection refused: %v, want %s", we, CodeConnectFailed)
 	}
 }
 

@@ -22,7 +22,9 @@ func parseFetchURL(raw string, maxLen int) (*url.URL, *Error) {
 		if u.Scheme == "" {
 			return nil, newError(CodeInvalidURL, raw, "URL %q has no scheme; give an absolute http:// or https:// URL", raw)
 		}
-		return nil, newError(CodeBlockedURL, raw, "URL %q has scheme %q; only http and https can be fetched", raw, u.Scheme)
+		// The reference fetcher's class: a URL of another scheme is not
+		// a fetchable URL at all (its own tests say WEB_INVALID_URL).
+		return nil, newError(CodeInvalidURL, raw, "URL %q has scheme %q; only http and https can be fetched", raw, u.Scheme)
 	}
 	if u.User != nil {
 		return nil, newError(CodeBlockedURL, redact(u), "URL %q carries credentials (user info); fetches never send credentials, remove them", redact(u))
