@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,7 +23,7 @@ import (
 
 func newFetchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "fetch [--policy FILE] [--allow ENTRY]... [--json] [--raw] URL",
+		Use:   "fetch [--policy FILE] [--allow ENTRY]... [--json] [--raw] [--fail] [--output FILE] URL",
 		Short: "Fetch a URL under the web policy and print it as Markdown",
 		Long: `Fetch one http(s) URL the way the web_fetch tool does: GET only, same-origin
 redirects (at most web.fetch.max_redirects), text content types only, byte
@@ -29,14 +32,28 @@ checked against the web policy (default: public addresses on ports 80 and
 443; private, loopback and metadata addresses are refused).
 
 HTML is printed as Markdown, other text as it came; --raw prints the
-decoded body without conversion. A non-2xx status is printed like any page.
-Errors exit 1 with a code such as NET_DENIED or WEB_FETCH_TOO_LARGE.`,
+decoded body without conversion. Only the page goes to stdout (or to
+--output FILE); the status line "Fetched URL (HTTP CODE)" and notes go to
+stderr, so "dsh fetch URL > page.md" holds the page alone. A non-2xx
+status is printed like any page; with --fail it writes no page and exits 1.
+
+Errors exit 1 with a code: WEB_INVALID_URL (unparsable, too long, not
+http or https), WEB_BLOCKED_URL (user info in the URL), NET_DENIED (the
+web policy refused the destination), WEB_CONNECT_FAILED (refused,
+unreachable or unresolvable upstream), WEB_REDIRECT_BLOCKED,
+WEB_UNSUPPORTED_CONTENT_TYPE, WEB_FETCH_TOO_LARGE, WEB_FETCH_TIMEOUT,
+WEB_PROVIDER_ERROR (any other failure). Interrupted (^C) it exits 130.`,
+		Example: `  dsh fetch https://go.dev/doc/ > doc.md
+  dsh fetch --fail --output page.md https://example.org/
+  dsh fetch --json --allow 127.0.0.1:8080 http://127.0.0.1:8080/status`,
 		Args: cobra.ExactArgs(1),
 		RunE: runFetch,
 	}
 	addPolicyFlags(cmd)
 	cmd.Flags().Bool("json", false, `print {"url","final_url","status","kind","content","truncated"} (or {"url","error"})`)
 	cmd.Flags().Bool("raw", false, "print the decoded body without converting HTML to Markdown")
+	cmd.Flags().Bool("fail", false, "exit 1 and write no page when the status is not 2xx")
+	cmd.Flags().StringP("output", "o", "", "write the page (or the --json answer) to FILE instead of stdout")
 	return cmd
 }
 
@@ -62,6 +79,8 @@ type errorJSON struct {
 func runFetch(cmd *cobra.Command, args []string) error {
 	asJSON, _ := cmd.Flags().GetBool("json")
 	raw, _ := cmd.Flags().GetBool("raw")
+	fail, _ := cmd.Flags().GetBool("fail")
+	output, _ := cmd.Flags().GetString("output")
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return err
@@ -76,33 +95,111 @@ func runFetch(cmd *cobra.Command, args []string) error {
 	}
 	defer f.Close()
 
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop, caught := interruptContext(cmd.Context())
 	defer stop()
 	res, err := f.Fetch(ctx, args[0])
-	out := cmd.OutOrStdout()
+	stderr := cmd.ErrOrStderr()
 	if err != nil {
 		if asJSON {
-			writeJSON(out, fetchJSON{URL: args[0], Error: webErrorJSON(err)})
+			writeOutput(cmd, output, func(w io.Writer) error {
+				return writeJSON(w, fetchJSON{URL: args[0], Error: webErrorJSON(err)})
+			})
 		}
-		return webExit(err)
+		return webExit(err, caught())
 	}
+	failed := fail && (res.StatusCode < 200 || res.StatusCode > 299)
 	if !asJSON {
-		if raw {
-			content, truncated := web.Render(res, true)
-			fmt.Fprint(out, content)
-			if truncated {
-				fmt.Fprintln(cmd.ErrOrStderr(), "dsh: note: the body was truncated at the fetch limits")
-			}
-			return nil
+		fmt.Fprintf(stderr, "Fetched %s (HTTP %d)\n", res.URL, res.StatusCode)
+		if failed {
+			return exitf(1, "%s answered HTTP %d (--fail: no page written)", res.URL, res.StatusCode)
 		}
-		fmt.Fprintln(out, web.Format(res))
-		return nil
 	}
 	content, truncated := web.Render(res, raw)
-	return writeJSON(out, fetchJSON{
-		URL: args[0], FinalURL: res.URL, Status: res.StatusCode, Kind: res.Kind,
-		Content: &content, Truncated: &truncated,
-	})
+	if err := writeOutput(cmd, output, func(w io.Writer) error {
+		if asJSON {
+			return writeJSON(w, fetchJSON{
+				URL: args[0], FinalURL: res.URL, Status: res.StatusCode, Kind: res.Kind,
+				Content: &content, Truncated: &truncated,
+			})
+		}
+		if !raw && content != "" && !strings.HasSuffix(content, "\n") {
+			content += "\n"
+		}
+		_, err := io.WriteString(w, content)
+		return err
+	}); err != nil {
+		return exitf(1, "%v", err)
+	}
+	if truncated && !asJSON {
+		fmt.Fprintln(stderr, "dsh: note: the body was truncated at the fetch limits")
+	}
+	if failed {
+		return exitf(1, "%s answered HTTP %d (--fail)", res.URL, res.StatusCode)
+	}
+	return nil
+}
+
+// writeOutput writes through write to stdout, or to the file path when
+// it is not "": a temporary file beside it renamed into place, so the
+// file is the whole answer or untouched.
+func writeOutput(cmd *cobra.Command, path string, write func(io.Writer) error) error {
+	if path == "" || path == "-" {
+		return write(cmd.OutOrStdout())
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	return nil
+}
+
+// interruptContext is parent, cancelled on SIGINT or SIGTERM; caught
+// reports the signal that cancelled it, or nil.
+func interruptContext(parent context.Context) (ctx context.Context, stop func(), caught func() os.Signal) {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var (
+		mu  sync.Mutex
+		got os.Signal
+	)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			mu.Lock()
+			got = s
+			mu.Unlock()
+			cancel()
+		case <-done:
+		}
+	}()
+	stop = func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+	caught = func() os.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+	return ctx, stop, caught
 }
 
 // fetchOptions builds the fetcher's options from the configuration and
@@ -142,11 +239,19 @@ func webErrorJSON(err error) *errorJSON {
 	return e
 }
 
-// webExit makes dsh print the typed error and exit 1.
-func webExit(err error) error {
+// webExit makes dsh print the typed error and exit 1, or 128+N when
+// signal N (^C: 130) interrupted the command.
+func webExit(err error, sig os.Signal) error {
+	code := 1
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
 	var we *web.Error
 	if errors.As(err, &we) {
-		return exitf(1, "%v", we)
+		return exitf(code, "%v", we)
+	}
+	if code != 1 {
+		return exitf(code, "%s: interrupted: %v", web.CodeAborted, err)
 	}
 	if errors.Is(err, context.Canceled) {
 		return exitf(1, "%s: %v", web.CodeAborted, err)

@@ -81,11 +81,11 @@ func TestFetchCommandText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dsh fetch: %v", err)
 	}
-	if !strings.HasPrefix(out, "Fetched "+srv.URL+" (HTTP 200)\n\n# Hello") || strings.Contains(out, "evil") {
+	if !strings.HasPrefix(out, "Fetched "+srv.URL+" (HTTP 200)\n# Hello") || strings.Contains(out, "evil") {
 		t.Errorf("dsh fetch printed %q", out)
 	}
 	out, err = runDsh(t, "fetch", "--raw", "--allow", hp, srv.URL)
-	if err != nil || !strings.HasPrefix(out, "<html><body><script>") {
+	if err != nil || !strings.Contains(out, "(HTTP 200)\n<html><body><script>") {
 		t.Errorf("dsh fetch --raw = %q, %v; want the HTML as served", out, err)
 	}
 }
@@ -108,7 +108,7 @@ func TestFetchCommandErrors(t *testing.T) {
 		code string
 	}{
 		{srv.URL, "NET_DENIED"}, // loopback is not public
-		{"ftp://example.com/", "WEB_BLOCKED_URL"},
+		{"ftp://example.com/", "WEB_INVALID_URL"},
 		{"http://u:p@example.com/", "WEB_BLOCKED_URL"},
 		{"not a url", "WEB_INVALID_URL"},
 	}
@@ -143,7 +143,7 @@ func TestSearchCommand(t *testing.T) {
 	defer searx.Close()
 	t.Setenv("DSH_WEB_SEARCH_SEARXNG_URL", searx.URL)
 
-	out, err := runDsh(t, "search", "--json", "alpha", "beta", "alpha")
+	out, err := runDsh(t, "search", "--json", "-q", "alpha", "-q", "beta", "-q", "alpha")
 	if err != nil {
 		t.Fatalf("dsh search: %v\n%s", err, out)
 	}
@@ -179,7 +179,7 @@ func TestSearchCommandErrors(t *testing.T) {
 		t.Errorf("two providers: exit %d, %q", exitStatus(err), out)
 	}
 	// Too many queries.
-	out, err = runDsh(t, "search", "--json", "--provider", "searxng", "a", "b", "c", "d", "e")
+	out, err = runDsh(t, "search", "--json", "--provider", "searxng", "-q", "a", "-q", "b", "-q", "c", "-q", "d", "-q", "e")
 	if exitStatus(err) != 1 || !strings.Contains(out, `"code":"WEB_INVALID_QUERY"`) {
 		t.Errorf("five queries: exit %d, %q", exitStatus(err), out)
 	}

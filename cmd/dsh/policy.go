@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,24 +30,40 @@ func newPolicyCmd() *cobra.Command {
 
 func newPolicyCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "check [--policy FILE] [--allow ENTRY]... [--resolve HOST=IP[,IP...]]... [--json] TARGET...",
+		Use:   "check [--for run|proxy|fetch] [--policy FILE] [--allow ENTRY]... [--resolve HOST=IP[,IP...]]... [--offline] [--json] TARGET...",
 		Short: "Tell whether a policy allows connecting to each target, and why",
 		Long: `Check judges each TARGET (a URL, host, host:port or IP) against an egress
 policy, exactly as dsh's guarded dialer would before connecting: names are
 resolved (or pinned with --resolve) and every address is checked.
 
-Without --policy the web-fetch policy from configuration is used (by
-default: public addresses on ports 80 and 443). A target without scheme
-or port is judged for port 443.
+--for picks the policy, and the output names it and where it came from:
+  run    the sandbox egress policy dsh run applies to a world (config key
+         network; by default everything is denied), with a world's rules:
+         the world's own loopback is never reached through the policy
+  proxy  the policy dsh proxy applies (config key network)
+  fetch  the web policy of dsh fetch and web_fetch (config key web.policy;
+         by default public addresses on ports 80 and 443)
+--policy FILE replaces the configured policy, --allow adds entries, as on
+those commands. A target without scheme or port is judged for port 443.
+
+--offline never resolves a name: a name is judged by the name rules alone
+(an allowed name is still refused when connecting if an address it
+resolves to is denied); addresses and --resolve pins are judged as usual.
 
 Exit status: 0 all allowed, 1 any denied, 2 usage error or invalid target.`,
+		Example: `  dsh policy check pypi.org:443
+  dsh policy check --for fetch --json https://example.org/ 10.0.0.1
+  dsh policy check --for proxy --offline --allow '*.corp.example' git.corp.example:443`,
 		Args:                  cobra.MinimumNArgs(1),
 		RunE:                  runPolicyCheck,
 		DisableFlagsInUseLine: true,
 	}
 	addPolicyFlags(cmd)
+	cmd.Flags().String("for", "run", "the policy to judge by: run (dsh run's sandbox egress), proxy (dsh proxy's) or fetch (the web policy)")
 	cmd.Flags().StringArray("resolve", nil, "pin a name to addresses, no DNS: HOST=IP[,IP...] (repeatable)")
+	cmd.Flags().Bool("offline", false, "never resolve names: judge them by the name rules only")
 	cmd.Flags().Bool("json", false, "print one JSON object per target")
+	_ = cmd.RegisterFlagCompletionFunc("for", cobra.FixedCompletions([]string{"run", "proxy", "fetch"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -58,6 +76,69 @@ type checkResult struct {
 	Host      string   `json:"host"`
 	Port      uint16   `json:"port"`
 	Addresses []string `json:"addresses"`
+	// Offline says the verdict came from the name rules alone
+	// (--offline): the name was not resolved.
+	Offline bool        `json:"offline,omitempty"`
+	Policy  *policyInfo `json:"policy"`
+}
+
+// policyInfo names the policy a check judged by and where it came from.
+type policyInfo struct {
+	For  string `json:"for"`  // run | proxy | fetch
+	Name string `json:"name"` // what it is, in words
+	Key  string `json:"key"`  // its configuration key
+	// Source is default (built in), config (the config file and/or DSH_*
+	// variables) or policy-file (--policy).
+	Source string   `json:"source"`
+	File   string   `json:"file,omitempty"` // the config or policy file, absolute
+	Env    []string `json:"env,omitempty"`  // DSH_* variables that set parts of it
+	Allow  []string `json:"allow,omitempty"`
+	// Offline: names were not resolved (--offline).
+	Offline bool `json:"offline"`
+}
+
+// policyTargets are the policies dsh policy check --for can name.
+var policyTargets = map[string]struct{ name, key string }{
+	"run":   {"the sandbox egress policy of dsh run", "network"},
+	"proxy": {"the egress policy of dsh proxy", "network"},
+	"fetch": {"the web policy of dsh fetch and web_fetch", "web.policy"},
+}
+
+// describe is the policy's line in text output.
+func (p *policyInfo) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy: %s (--for %s): ", p.Name, p.For)
+	switch p.Source {
+	case "policy-file":
+		fmt.Fprintf(&b, "policy file %s (--policy), in place of config key %s", p.File, p.Key)
+	case "config":
+		fmt.Fprintf(&b, "config key %s", p.Key)
+		var from []string
+		if p.File != "" {
+			from = append(from, "file "+p.File)
+		}
+		from = append(from, p.Env...)
+		fmt.Fprintf(&b, " from %s", strings.Join(from, ", "))
+	default:
+		fmt.Fprintf(&b, "built-in default of config key %s", p.Key)
+	}
+	if len(p.Allow) > 0 {
+		fmt.Fprintf(&b, ", plus --allow %s", strings.Join(p.Allow, ", "))
+	}
+	b.WriteString("\n")
+	if p.Offline {
+		b.WriteString("names are not resolved (--offline): verdicts for names come from the name rules only\n")
+	}
+	return b.String()
+}
+
+// errOffline is the resolver's answer under --offline.
+var errOffline = errors.New("not resolved (--offline)")
+
+type offlineResolver struct{}
+
+func (offlineResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return nil, errOffline
 }
 
 func runPolicyCheck(cmd *cobra.Command, args []string) error {
@@ -65,28 +146,53 @@ func runPolicyCheck(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return exitf(2, "%v", err)
 	}
+	forWhat, _ := cmd.Flags().GetString("for")
+	target, ok := policyTargets[forWhat]
+	if !ok {
+		return exitf(2, "--for %q: want run, proxy or fetch", forWhat)
+	}
+	offline, _ := cmd.Flags().GetBool("offline")
 	flags := policyFlags(cmd)
+	info := &policyInfo{For: forWhat, Name: target.name, Key: target.key, Source: "default", Allow: flags.Allow, Offline: offline}
 	// A policy file replaces the configured policy: the configuration is
 	// then not read at all.
 	var base netpolicy.Config
 	if flags.File == "" {
-		cfg, err := loadConfig(cmd)
+		l, err := load(cmd)
 		if err != nil {
 			return exitf(2, "%v", err)
 		}
-		base = cfg.Web.Policy
+		base = l.cfg.Network
+		if forWhat == "fetch" {
+			base = l.cfg.Web.Policy
+		}
+		policySource(info, l)
+	} else {
+		info.Source, info.File = "policy-file", absPath(flags.File)
 	}
 	pol, err := resolvePolicy(base, flags)
 	if err != nil {
 		return exitf(2, "%v", err)
 	}
 	asJSON, _ := cmd.Flags().GetBool("json")
-	d := &netpolicy.Dialer{Policy: pol, Resolver: pinnedResolver{pins: pins, next: net.DefaultResolver}}
+	var next netpolicy.Resolver = net.DefaultResolver
+	if offline {
+		next = offlineResolver{}
+	}
+	// dsh run's worlds dial through a world's Dialer, which keeps them
+	// off the host's loopback.
+	d := &netpolicy.Dialer{Policy: pol, Resolver: pinnedResolver{pins: pins, next: next}, World: forWhat == "run"}
 
 	out := cmd.OutOrStdout()
+	if !asJSON {
+		if _, err := io.WriteString(out, info.describe()); err != nil {
+			return exitf(2, "writing output: %v", err)
+		}
+	}
 	invalid, denied := false, false
 	for _, arg := range args {
 		r := checkTarget(cmd.Context(), d, arg)
+		r.Policy = info
 		switch {
 		case strings.HasPrefix(r.Reason, "invalid:") && r.Rule == "invalid":
 			invalid = true
@@ -104,6 +210,35 @@ func runPolicyCheck(cmd *cobra.Command, args []string) error {
 		return exitCode(1)
 	}
 	return nil
+}
+
+// policySource fills in where the configured policy under info.Key came
+// from: the built-in default, the config file, DSH_* variables.
+func policySource(info *policyInfo, l *loaded) {
+	keys := make([]string, 0, len(l.sources))
+	for k := range l.sources {
+		if strings.HasPrefix(k, info.Key+".") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch src := l.sources[k]; {
+		case src == "file":
+			info.Source, info.File = "config", absPath(l.file)
+		case strings.HasPrefix(src, "env "):
+			info.Source = "config"
+			info.Env = append(info.Env, strings.TrimPrefix(src, "env "))
+		}
+	}
+}
+
+// absPath is p made absolute, or p when that fails.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // checkTarget judges one target argument.
@@ -132,7 +267,14 @@ func checkTarget(ctx context.Context, d *netpolicy.Dialer, arg string) checkResu
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	dec, addrs, _ := d.Check(ctx, t.Host, port)
+	dec, addrs, err := d.Check(ctx, t.Host, port)
+	if errors.Is(err, errOffline) {
+		// The name rules would let it be resolved: that is the verdict
+		// --offline can give, the addresses being judged on connecting.
+		dec, _ = d.Policy.MayResolve(t.Host, port)
+		dec.Reason += "; the name was not resolved (--offline): an address it resolves to may still be denied when connecting"
+		r.Offline = true
+	}
 	r.Verdict, r.Reason, r.Rule = dec.Verdict.String(), dec.Reason, dec.Rule
 	for _, a := range addrs {
 		r.Addresses = append(r.Addresses, a.String())

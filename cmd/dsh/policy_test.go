@@ -45,7 +45,7 @@ func jsonLines(t *testing.T, out string) []checkResult {
 }
 
 func TestPolicyCheckAllAllowedExitsZero(t *testing.T) {
-	out, code := policyCheck(t, "8.8.8.8:443", "https://[2606:4700::1111]/", "https://pinned.test/x", "--resolve", "pinned.test=1.1.1.1")
+	out, code := policyCheck(t, "--for", "fetch", "8.8.8.8:443", "https://[2606:4700::1111]/", "https://pinned.test/x", "--resolve", "pinned.test=1.1.1.1")
 	if code != 0 {
 		t.Fatalf("exit %d, want 0:\n%s", code, out)
 	}
@@ -57,7 +57,7 @@ func TestPolicyCheckAllAllowedExitsZero(t *testing.T) {
 }
 
 func TestPolicyCheckDeniedExitsOneWithJSON(t *testing.T) {
-	out, code := policyCheck(t, "--json", "http://127.1/", "https://mixed.test/", "8.8.8.8:22",
+	out, code := policyCheck(t, "--for", "fetch", "--json", "http://127.1/", "https://mixed.test/", "8.8.8.8:22",
 		"--resolve", "mixed.test=1.1.1.1,10.0.0.1")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
@@ -83,7 +83,7 @@ func TestPolicyCheckDeniedExitsOneWithJSON(t *testing.T) {
 }
 
 func TestPolicyCheckInvalidTargetExitsTwo(t *testing.T) {
-	out, code := policyCheck(t, "--json", "8.8.8.8:443", "http://user@example.com/", "http://%31%32%37.0.0.1/")
+	out, code := policyCheck(t, "--for", "fetch", "--json", "8.8.8.8:443", "http://user@example.com/", "http://%31%32%37.0.0.1/")
 	if code != 2 {
 		t.Fatalf("exit %d, want 2:\n%s", code, out)
 	}
@@ -157,7 +157,7 @@ func TestPolicyCheckUsesConfiguredWebPolicy(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "dsh.yaml")
 	os.WriteFile(file, []byte("web:\n  policy:\n    default: deny\n    allow: [\"1.1.1.1:443\"]\n"), 0o600)
-	out, code := policyCheck(t, "--config", file, "--json", "1.1.1.1:443", "8.8.8.8:443")
+	out, code := policyCheck(t, "--for", "fetch", "--config", file, "--json", "1.1.1.1:443", "8.8.8.8:443")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
 	}

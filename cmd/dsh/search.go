@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,20 +11,28 @@ import (
 
 func newSearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "search [--provider ID] [--json] QUERY...",
+		Use:   "search [--provider ID] [--json] [-q QUERY]... [WORD...]",
 		Short: "Search the web with the configured provider",
-		Long: `Run 1 to 4 queries, the way the web_search tool does, and print up to 8
-results merged by rank and de-duplicated by URL. Duplicate queries run once.
+		Long: `Search the web the way the web_search tool does and print up to 8 results
+merged by rank and de-duplicated by URL.
+
+The words on the command line form ONE query ("dsh search hello world"
+searches for "hello world"); each -q/--query adds another, for 1 to 4
+queries in all (the words' query first). Duplicate queries run once.
 
 Providers: searxng (web.search.searxng_url, a SearXNG instance with the json
 format enabled) and brave (Brave Search API, key in $BRAVE_API_KEY or the
 variable named by web.search.brave_key_env). With no provider configured,
 the single usable one is used; several usable ones are an error.
-Errors exit 1 with a code such as WEB_PROVIDER_UNAVAILABLE.`,
+Errors exit 1 with a code such as WEB_PROVIDER_UNAVAILABLE; no query at
+all is a usage error (exit 2). Interrupted (^C) it exits 130.`,
+		Example: `  dsh search golang context cancellation
+  dsh search -q "rust async" -q "tokio select" --json`,
 		RunE: runSearch,
 	}
 	cmd.Flags().String("provider", "", "search provider id: searxng or brave (overrides web.search.provider)")
 	bindConfigFlag(cmd, "provider", "web.search.provider")
+	cmd.Flags().StringArrayP("query", "q", nil, "a query of its own (repeatable; the words on the command line are one more)")
 	cmd.Flags().Bool("json", false, `print {"provider","queries","sources":[{"title","url","snippet"}]} (or {"queries","error"})`)
 	return cmd
 }
@@ -37,8 +43,23 @@ type searchErrorJSON struct {
 	Error   *errorJSON `json:"error"`
 }
 
+// searchQueries returns the queries of a command line: the words joined
+// into one, then each --query.
+func searchQueries(cmd *cobra.Command, args []string) []string {
+	var qs []string
+	if len(args) > 0 {
+		qs = append(qs, strings.Join(args, " "))
+	}
+	more, _ := cmd.Flags().GetStringArray("query")
+	return append(qs, more...)
+}
+
 func runSearch(cmd *cobra.Command, args []string) error {
 	asJSON, _ := cmd.Flags().GetBool("json")
+	queries := searchQueries(cmd, args)
+	if len(queries) == 0 {
+		return exitf(2, "dsh search needs a query: dsh search WORD... or -q QUERY (repeatable)")
+	}
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return err
@@ -51,15 +72,15 @@ func runSearch(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop, caught := interruptContext(cmd.Context())
 	defer stop()
-	res, err := reg.Search(ctx, s.Provider, args)
+	res, err := reg.Search(ctx, s.Provider, queries)
 	out := cmd.OutOrStdout()
 	if err != nil {
 		if asJSON {
-			writeJSON(out, searchErrorJSON{Queries: append([]string{}, args...), Error: webErrorJSON(err)})
+			writeJSON(out, searchErrorJSON{Queries: queries, Error: webErrorJSON(err)})
 		}
-		return webExit(err)
+		return webExit(err, caught())
 	}
 	if asJSON {
 		return writeJSON(out, res)
