@@ -1,20 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
-
+	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/internal/idn"
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/spf13/cobra"
 )
 
 // addPolicyFlags registers --policy FILE and repeatable --allow ENTRY,
@@ -79,51 +73,18 @@ func resolvePolicy(base netpolicy.Config, o policyOverrides) (*netpolicy.Policy,
 	return p, nil
 }
 
-// readPolicyFile reads a standalone policy file strictly: unknown keys,
-// a missing default and extra documents are errors. Its keys are those of
-// a policy section of the configuration: netpolicy.Config's fields,
-// lower-cased (yaml's reading of untagged fields).
+// readPolicyFile reads a standalone policy file with the validator of
+// the configuration's policy sections (config.ParsePolicy): every problem
+// at once, each with its key path and, for an unknown key, the nearest
+// known one. docs/policy.md documents the format.
 func readPolicyFile(path string) (netpolicy.Config, error) {
-	var pf netpolicy.Config
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return pf, fmt.Errorf("reading policy file: %w", err)
+		return netpolicy.Config{}, fmt.Errorf("reading policy file: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&pf); err != nil {
-		if errors.Is(err, io.EOF) {
-			return pf, fmt.Errorf("policy file %s is empty; it needs at least \"default: deny\" or \"default: public\"", path)
-		}
-		return pf, fmt.Errorf("policy file %s: %s (allowed keys: default, ports, allow, deny)", path, yamlProblems(err))
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return pf, fmt.Errorf("policy file %s: holds more than one YAML document; keep one", path)
-	}
-	if pf.Default == "" {
-		return pf, fmt.Errorf("policy file %s: missing \"default\" (deny or public)", path)
+	pf, err := config.ParsePolicy(data)
+	if err != nil {
+		return pf, fmt.Errorf("policy file %s: %w", path, err)
 	}
 	return pf, nil
-}
-
-// yamlProblems words the decoder's errors for a user: yaml.v3 names Go
-// types ("field x not found in type netpolicy.Config"), which mean nothing
-// to someone editing the file.
-func yamlProblems(err error) string {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err.Error()
-	}
-	var out []string
-	for _, e := range te.Errors {
-		if i := strings.Index(e, ": field "); i >= 0 && strings.Contains(e, " not found in type ") {
-			field := e[i+len(": field "):]
-			field = field[:strings.Index(field, " not found in type ")]
-			e = e[:i] + ": unknown key " + strconv.Quote(field)
-		}
-		e = strings.ReplaceAll(e, "netpolicy.Config", "a policy")
-		out = append(out, e)
-	}
-	return strings.Join(out, "; ")
 }
