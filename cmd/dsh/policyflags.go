@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/dsh-dev/dsh/internal/config"
@@ -45,17 +46,29 @@ func policyFromFlags(cmd *cobra.Command, base netpolicy.Config) (*netpolicy.Poli
 // policy file if given, else base; --allow entries are appended to its
 // allow list. Every problem of the result is reported at once.
 func resolvePolicy(base netpolicy.Config, o policyOverrides) (*netpolicy.Policy, error) {
+	p, _, _, err := resolvePolicySummary(base, o)
+	return p, err
+}
+
+// resolvePolicySummary is resolvePolicy that also returns the policy's
+// configuration and where it came from, for a summary.
+func resolvePolicySummary(base netpolicy.Config, o policyOverrides) (*netpolicy.Policy, netpolicy.Config, string, error) {
 	c := base
 	src := "the configured policy"
 	if o.File != "" {
 		pf, err := readPolicyFile(o.File)
 		if err != nil {
-			return nil, err
+			return nil, c, "", err
 		}
-		c, src = pf, "policy file "+o.File
+		abs, _ := filepath.Abs(o.File)
+		c, src = pf, "policy file "+abs
 	}
 	if len(o.Allow) > 0 {
 		c.Allow = append(slices.Clone(c.Allow), o.Allow...)
+	}
+	errSrc := src + " (with --allow entries)"
+	if len(o.Allow) > 0 {
+		src += " with --allow entries"
 	}
 	var err error
 	// Internationalised names as net/http dials them (xn--), which is
@@ -64,13 +77,13 @@ func resolvePolicy(base netpolicy.Config, o policyOverrides) (*netpolicy.Policy,
 		c.Deny, err = idn.Entries(c.Deny)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s (with --allow entries): %w", src, err)
+		return nil, c, "", fmt.Errorf("%s: %w", errSrc, err)
 	}
 	p, err := netpolicy.New(c)
 	if err != nil {
-		return nil, fmt.Errorf("%s (with --allow entries): %w", src, err)
+		return nil, c, "", fmt.Errorf("%s: %w", errSrc, err)
 	}
-	return p, nil
+	return p, c, src, nil
 }
 
 // readPolicyFile reads a standalone policy file with the validator of
