@@ -47,7 +47,7 @@ func TestConfigShowReportsSources(t *testing.T) {
 		value  any
 		source string
 	}{
-		"sandbox.image":       {"my/image:1", "file"},
+		"sandbox.image":       {"my/image:1", "file " + file},
 		"sandbox.limits.pids": {float64(77), "env DSH_SANDBOX_LIMITS_PIDS"},
 		"sandbox.driver":      {"native", "default"},
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,12 +35,25 @@ func bindConfigFlag(cmd *cobra.Command, name, key string) {
 type loaded struct {
 	cfg     *config.Config
 	file    string            // the config file read, or ""
-	sources map[string]string // key -> default | file | env | flag
+	sources map[string]string // key -> default | file PATH | env NAME | flag --NAME
 }
 
 // envName is the environment variable that overrides key.
-func envName(key string) string {
-	return "DSH_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(key))
+func envName(key string) string { return config.EnvName(key) }
+
+// warnedRoots are the command trees that have warned about unknown DSH_*
+// variables: once per command line, however often it loads.
+var warnedRoots sync.Map
+
+// warnUnknownEnv prints a warning on stderr for every DSH_* variable that
+// is neither a setting nor one dsh uses itself (config.InternalEnv).
+func warnUnknownEnv(cmd *cobra.Command) {
+	if _, done := warnedRoots.LoadOrStore(cmd.Root(), true); done {
+		return
+	}
+	for _, w := range config.UnknownEnv(os.Environ()) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "dsh: warning:", w)
+	}
 }
 
 // loadConfig reads the effective configuration for cmd: defaults, then the
@@ -65,9 +79,15 @@ func load(cmd *cobra.Command) (*loaded, error) {
 		v.SetDefault(k, lookup(defMap, k))
 	}
 
+	warnUnknownEnv(cmd)
 	file, err := configFile(cmd)
 	if err != nil {
 		return nil, err
+	}
+	if file != "" {
+		if abs, err := filepath.Abs(file); err == nil {
+			file = abs
+		}
 	}
 	var problems config.Errors
 	if file != "" {
@@ -125,7 +145,7 @@ func load(cmd *cobra.Command) (*loaded, error) {
 		case os.Getenv(envName(k)) != "":
 			sources[k] = "env " + envName(k)
 		case file != "" && v.InConfig(k):
-			sources[k] = "file"
+			sources[k] = "file " + file
 		default:
 			sources[k] = "default"
 		}

@@ -134,12 +134,12 @@ func TestPolicyCheckPolicyFileAndAllowFlag(t *testing.T) {
 func TestPolicyCheckBadPolicyFile(t *testing.T) {
 	dir := t.TempDir()
 	for name, tt := range map[string]struct{ body, want string }{
-		"unknown key":   {"default: deny\nallows: [x]\n", `unknown key "allows"`},
+		"unknown key":   {"default: deny\nallows: [x]\n", `allows: is not a policy key (default, ports, allow, deny); did you mean "allow"?`},
 		"bad entry":     {"default: deny\nallow: [\"10.0.0.1/8\"]\n", "did you mean 10.0.0.0/8"},
-		"no default":    {"allow: [example.org]\n", `missing "default"`},
+		"no default":    {"allow: [example.org]\n", "default: missing"},
 		"empty":         {"", "empty"},
 		"two documents": {"default: deny\n---\ndefault: public\n", "more than one YAML document"},
-		"bad default":   {"default: open\n", `default "open"`},
+		"bad default":   {"default: open\n", `default: "open" is not a policy default`},
 	} {
 		file := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".yaml")
 		os.WriteFile(file, []byte(tt.body), 0o600)

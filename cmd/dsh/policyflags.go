@@ -1,20 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
+	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
-
+	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/internal/idn"
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/spf13/cobra"
 )
 
 // addPolicyFlags registers --policy FILE and repeatable --allow ENTRY,
@@ -51,17 +46,29 @@ func policyFromFlags(cmd *cobra.Command, base netpolicy.Config) (*netpolicy.Poli
 // policy file if given, else base; --allow entries are appended to its
 // allow list. Every problem of the result is reported at once.
 func resolvePolicy(base netpolicy.Config, o policyOverrides) (*netpolicy.Policy, error) {
+	p, _, _, err := resolvePolicySummary(base, o)
+	return p, err
+}
+
+// resolvePolicySummary is resolvePolicy that also returns the policy's
+// configuration and where it came from, for a summary.
+func resolvePolicySummary(base netpolicy.Config, o policyOverrides) (*netpolicy.Policy, netpolicy.Config, string, error) {
 	c := base
 	src := "the configured policy"
 	if o.File != "" {
 		pf, err := readPolicyFile(o.File)
 		if err != nil {
-			return nil, err
+			return nil, c, "", err
 		}
-		c, src = pf, "policy file "+o.File
+		abs, _ := filepath.Abs(o.File)
+		c, src = pf, "policy file "+abs
 	}
 	if len(o.Allow) > 0 {
 		c.Allow = append(slices.Clone(c.Allow), o.Allow...)
+	}
+	errSrc := src + " (with --allow entries)"
+	if len(o.Allow) > 0 {
+		src += " with --allow entries"
 	}
 	var err error
 	// Internationalised names as net/http dials them (xn--), which is
@@ -70,60 +77,27 @@ func resolvePolicy(base netpolicy.Config, o policyOverrides) (*netpolicy.Policy,
 		c.Deny, err = idn.Entries(c.Deny)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s (with --allow entries): %w", src, err)
+		return nil, c, "", fmt.Errorf("%s: %w", errSrc, err)
 	}
 	p, err := netpolicy.New(c)
 	if err != nil {
-		return nil, fmt.Errorf("%s (with --allow entries): %w", src, err)
+		return nil, c, "", fmt.Errorf("%s: %w", errSrc, err)
 	}
-	return p, nil
+	return p, c, src, nil
 }
 
-// readPolicyFile reads a standalone policy file strictly: unknown keys,
-// a missing default and extra documents are errors. Its keys are those of
-// a policy section of the configuration: netpolicy.Config's fields,
-// lower-cased (yaml's reading of untagged fields).
+// readPolicyFile reads a standalone policy file with the validator of
+// the configuration's policy sections (config.ParsePolicy): every problem
+// at once, each with its key path and, for an unknown key, the nearest
+// known one. docs/policy.md documents the format.
 func readPolicyFile(path string) (netpolicy.Config, error) {
-	var pf netpolicy.Config
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return pf, fmt.Errorf("reading policy file: %w", err)
+		return netpolicy.Config{}, fmt.Errorf("reading policy file: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&pf); err != nil {
-		if errors.Is(err, io.EOF) {
-			return pf, fmt.Errorf("policy file %s is empty; it needs at least \"default: deny\" or \"default: public\"", path)
-		}
-		return pf, fmt.Errorf("policy file %s: %s (allowed keys: default, ports, allow, deny)", path, yamlProblems(err))
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return pf, fmt.Errorf("policy file %s: holds more than one YAML document; keep one", path)
-	}
-	if pf.Default == "" {
-		return pf, fmt.Errorf("policy file %s: missing \"default\" (deny or public)", path)
+	pf, err := config.ParsePolicy(data)
+	if err != nil {
+		return pf, fmt.Errorf("policy file %s: %w", path, err)
 	}
 	return pf, nil
-}
-
-// yamlProblems words the decoder's errors for a user: yaml.v3 names Go
-// types ("field x not found in type netpolicy.Config"), which mean nothing
-// to someone editing the file.
-func yamlProblems(err error) string {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err.Error()
-	}
-	var out []string
-	for _, e := range te.Errors {
-		if i := strings.Index(e, ": field "); i >= 0 && strings.Contains(e, " not found in type ") {
-			field := e[i+len(": field "):]
-			field = field[:strings.Index(field, " not found in type ")]
-			e = e[:i] + ": unknown key " + strconv.Quote(field)
-		}
-		e = strings.ReplaceAll(e, "netpolicy.Config", "a policy")
-		out = append(out, e)
-	}
-	return strings.Join(out, "; ")
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -70,24 +71,26 @@ func runProxy(cmd *cobra.Command, _ []string) error {
 	if cfg.Proxy.Listen == "" {
 		return exitf(2, "dsh proxy needs an address to serve on: pass --listen host:port or --listen unix:PATH (or set proxy.listen)")
 	}
-	pol, err := policyFromFlags(cmd, cfg.Network)
+	overrides := policyFlags(cmd)
+	pol, pc, src, err := resolvePolicySummary(cfg.Network, overrides)
 	if err != nil {
 		return exitf(2, "%v", err)
 	}
 	world, _ := cmd.Flags().GetString("world")
 
 	var audit io.Writer
+	var auditFile *reopenFile
 	switch cfg.Proxy.Audit {
 	case "":
 	case "-":
 		audit = cmd.OutOrStdout()
 	default:
-		f, err := os.OpenFile(cfg.Proxy.Audit, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		auditFile, err = openReopenFile(cfg.Proxy.Audit)
 		if err != nil {
 			return exitf(2, "opening the audit log: %v (pass --audit with a writable file, or - for stdout)", err)
 		}
-		defer f.Close()
-		audit = f
+		defer auditFile.Close()
+		audit = auditFile
 	}
 
 	reg := prometheus.NewRegistry()
@@ -111,6 +114,10 @@ func runProxy(cmd *cobra.Command, _ []string) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			io.WriteString(w, "ok\n")
+		})
 		ms = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 
@@ -127,12 +134,27 @@ func runProxy(cmd *cobra.Command, _ []string) error {
 	})
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stderr := cmd.ErrOrStderr()
+	fmt.Fprintf(stderr, "dsh proxy: policy %s\n", proxyPolicyLine(pc, src))
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			reloadProxy(stderr, p, cfg.Network, overrides, auditFile)
+		}
+	}()
 
 	errc := make(chan error, 2)
 	go func() { errc <- p.Serve(l) }()
 	if ms != nil {
 		go func() { errc <- ms.Serve(ml) }()
-		fmt.Fprintf(cmd.ErrOrStderr(), "dsh proxy: metrics on http://%s/metrics\n", ml.Addr())
+		fmt.Fprintf(cmd.ErrOrStderr(), "dsh proxy: metrics on http://%s/metrics, health on http://%s/healthz\n", ml.Addr(), ml.Addr())
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "dsh proxy: serving world %q on %s\n", world, describeAddr(l))
 
@@ -198,4 +220,93 @@ func addrOf(l net.Listener) net.Addr {
 		return nil
 	}
 	return l.Addr()
+}
+
+// reloadProxy is dsh proxy's answer to SIGHUP: it reads the policy again
+// (the --policy file, with the --allow entries of the command line) and
+// puts it in force, or keeps the policy in force and says why when the
+// new one has a problem; and it reopens the audit file, for logrotate.
+// The configuration file is not read again.
+func reloadProxy(stderr io.Writer, p *proxy.Proxy, base netpolicy.Config, o policyOverrides, audit *reopenFile) {
+	if audit != nil {
+		if err := audit.Reopen(); err != nil {
+			fmt.Fprintf(stderr, "dsh proxy: SIGHUP: reopening the audit log: %v; still writing to the old file\n", err)
+		} else {
+			fmt.Fprintf(stderr, "dsh proxy: SIGHUP: reopened the audit log %s\n", audit.path)
+		}
+	}
+	pol, pc, src, err := resolvePolicySummary(base, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh proxy: SIGHUP: keeping the policy in force: %v\n", err)
+		return
+	}
+	p.SetPolicy(pol)
+	fmt.Fprintf(stderr, "dsh proxy: SIGHUP: reloaded policy %s\n", proxyPolicyLine(pc, src))
+}
+
+// proxyPolicyLine is one line about a policy: its default, its ports and
+// its entries (or their counts, when there are many), and its source.
+func proxyPolicyLine(c netpolicy.Config, src string) string {
+	def := c.Default
+	if def == "" {
+		def = "deny"
+	}
+	list := func(name string, l []string) string {
+		if len(l) <= 5 {
+			return fmt.Sprintf("%s [%s]", name, strings.Join(l, ", "))
+		}
+		return fmt.Sprintf("%s %d entries", name, len(l))
+	}
+	ports := "any port"
+	if len(c.Ports) > 0 {
+		ports = fmt.Sprint("ports ", c.Ports)
+	}
+	if def == "deny" {
+		ports = "" // ports limit only what default public admits
+	} else {
+		ports = ", " + ports
+	}
+	return fmt.Sprintf("default %s%s, %s, %s (from %s)", def, ports, list("allow", c.Allow), list("deny", c.Deny), src)
+}
+
+// reopenFile is an append-only file that can be reopened by path, so that
+// logrotate can move it away and signal dsh proxy to start a new one.
+type reopenFile struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+}
+
+func openReopenFile(path string) (*reopenFile, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &reopenFile{path: path, f: f}, nil
+}
+
+func (r *reopenFile) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.f.Write(b)
+}
+
+// Reopen opens the path again and closes the old file; on an error the
+// old file stays in use.
+func (r *reopenFile) Reopen() error {
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	old := r.f
+	r.f = f
+	r.mu.Unlock()
+	return old.Close()
+}
+
+func (r *reopenFile) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.f.Close()
 }

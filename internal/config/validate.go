@@ -90,18 +90,25 @@ func validateLimits(l Limits, bad func(key, format string, args ...any)) {
 
 // validatePolicy checks a policy section; each allow and deny entry is
 // checked by netpolicy on its own, so a problem names its index.
+// An empty key is a policy file's top level.
 func validatePolicy(key string, p netpolicy.Config, bad func(key, format string, args ...any)) {
+	path := func(k string) string {
+		if key == "" {
+			return k
+		}
+		return key + "." + k
+	}
 	entry := func(list string, i int, e string, c func(string) netpolicy.Config) {
 		// netpolicy takes internationalised names as net/http dials them.
 		ascii, err := idn.Entry(e)
 		if err != nil {
-			bad(fmt.Sprintf("%s.%s[%d]", key, list, i), "%v", err)
+			bad(fmt.Sprintf("%s[%d]", path(list), i), "%v", err)
 			return
 		}
 		_, err = netpolicy.New(c(ascii))
 		var pe *netpolicy.PolicyError
 		if errors.As(err, &pe) && len(pe.Problems) > 0 {
-			bad(fmt.Sprintf("%s.%s[%d]", key, list, i), "%s", pe.Problems[0])
+			bad(fmt.Sprintf("%s[%d]", path(list), i), "%s", pe.Problems[0])
 		}
 	}
 	for i, e := range p.Allow {
@@ -113,11 +120,11 @@ func validatePolicy(key string, p netpolicy.Config, bad func(key, format string,
 	switch p.Default {
 	case "deny", "public":
 	default:
-		bad(key+".default", "%q is not a policy default; use deny or public", p.Default)
+		bad(path("default"), "%q is not a policy default; use deny or public", p.Default)
 	}
 	for i, port := range p.Ports {
 		if port < 1 || port > 65535 {
-			bad(fmt.Sprintf("%s.ports[%d]", key, i), "%d is not a port (1-65535)", port)
+			bad(fmt.Sprintf("%s[%d]", path("ports"), i), "%d is not a port (1-65535)", port)
 		}
 	}
 }

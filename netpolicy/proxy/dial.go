@@ -55,7 +55,8 @@ func (p *Proxy) guardDialer(d *netpolicy.Dialer) *netpolicy.Dialer {
 func (p *Proxy) dialTarget(ctx context.Context, w *world, address string) (net.Conn, netpolicy.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.ConnectTimeout)
 	defer cancel()
-	c, err := w.d.DialContext(ctx, "tcp", address)
+	d := w.d.Load()
+	c, err := d.DialContext(ctx, "tcp", address)
 	if err != nil {
 		return nil, netpolicy.Decision{}, err
 	}
@@ -63,7 +64,7 @@ func (p *Proxy) dialTarget(ctx context.Context, w *world, address string) (net.C
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		host, _, _ := net.SplitHostPort(address)
 		ap := ta.AddrPort()
-		dec = w.d.Policy.Decide(host, ap.Addr().Unmap(), ap.Port())
+		dec = d.Policy.Decide(host, ap.Addr().Unmap(), ap.Port())
 	}
 	return c, dec, nil
 }

@@ -90,6 +90,18 @@ func (pl *upPool) closeAll() {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	pl.closed = true
+	pl.dropLocked()
+}
+
+// drop closes every idle connection, and the pool stays open: after a
+// policy change no connection judged under the old policy is reused.
+func (pl *upPool) drop() {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.dropLocked()
+}
+
+func (pl *upPool) dropLocked() {
 	for k, l := range pl.idle {
 		for _, u := range l {
 			u.close()

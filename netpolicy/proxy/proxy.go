@@ -91,9 +91,9 @@ type Proxy struct {
 // world is the per-world state shared by every connection of that world.
 type world struct {
 	name string
-	d    *netpolicy.Dialer
-	pool upPool       // kept-alive upstream connections of forwarded requests
-	open atomic.Int64 // client connections currently open
+	d    atomic.Pointer[netpolicy.Dialer] // guarded; replaced by SetPolicy
+	pool upPool                           // kept-alive upstream connections of forwarded requests
+	open atomic.Int64                     // client connections currently open
 }
 
 // New returns a proxy that dials through d, whose Policy is the
@@ -139,8 +139,29 @@ func New(d *netpolicy.Dialer, opts *Options) *Proxy {
 	if d == nil {
 		d = &netpolicy.Dialer{}
 	}
-	p.w = &world{name: o.World, d: p.guardDialer(d)}
+	p.w = &world{name: o.World}
+	p.w.d.Store(p.guardDialer(d))
 	return p
+}
+
+// SetPolicy replaces the policy that judges destinations (nil denies
+// everything). Connections accepted from then on, and requests on
+// connections already open, are judged by pol; tunnels already
+// established stay open. Idle upstream connections kept for forwarded
+// requests are closed, so none judged under the old policy is reused.
+func (p *Proxy) SetPolicy(pol *netpolicy.Policy) {
+	if pol == nil {
+		pol = netpolicy.MustNew(netpolicy.SandboxDefault())
+	}
+	for {
+		old := p.w.d.Load()
+		d := *old
+		d.Policy = pol
+		if p.w.d.CompareAndSwap(old, &d) {
+			break
+		}
+	}
+	p.w.pool.drop()
 }
 
 // Serve accepts connections on l and serves them until Shutdown or Close,

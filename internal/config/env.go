@@ -1,0 +1,70 @@
+package config
+
+import (
+	"sort"
+	"strings"
+)
+
+// InternalEnv are the DSH_* variables dsh reads that are no configuration
+// key: the config file's location, diagnostics, the hand-over between dsh
+// and the init of a world, and the switches of dsh's own tests. A name
+// ending in _ is a prefix. UnknownEnv does not warn about them.
+var InternalEnv = []string{
+	"DSH_CONFIG",       // the configuration file (dsh config --help)
+	"DSH_NATIVE_TRACE", // native driver: print the init's timings
+	"DSH_INIT_LOG",     // the sandbox init's log level (debug)
+	"DSH_INIT_CONFIG",  // dsh -> sandbox init hand-over
+	"DSH_NATIVE_INIT",  // dsh -> native init hand-over
+	"DSH_NATIVE_PROXY_PORT",
+	"DSH_NATIVE_UNIX_SOCKETS",
+	"DSH_REQUIRE_",     // tests: fail instead of skip (internal/testenv)
+	"DSH_TEST_",        // tests
+	"DSH_NATIVE_TEST_", // tests
+	"DSH_CONFORMANCE_", // tests (execworld/conformance)
+	"DSH_PROXYBENCH_",  // benchmarks
+	"DSH_BENCH_",       // benchmarks
+	"DSH_HOST_",        // tests
+}
+
+func internalEnv(name string) bool {
+	for _, n := range InternalEnv {
+		if name == n || strings.HasSuffix(n, "_") && strings.HasPrefix(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// UnknownEnv returns a warning for every DSH_* variable of environ
+// ("NAME=value" entries, as os.Environ gives them) that is neither a
+// configuration key's variable nor one of InternalEnv, with the nearest
+// key's variable as a suggestion, sorted by name.
+func UnknownEnv(environ []string) []string {
+	known := map[string]string{}
+	for _, k := range Keys() {
+		known[EnvName(k)] = k
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "DSH_") || internalEnv(name) {
+			continue
+		}
+		if _, ok := known[name]; ok {
+			continue
+		}
+		msg := name + " is not a dsh setting and is ignored"
+		best, bestD := "", 1<<30
+		for n := range known {
+			if d := editDistance(name, n); d < bestD || d == bestD && n < best {
+				best, bestD = n, d
+			}
+		}
+		if best != "" && bestD <= max(2, len(name)/5) {
+			msg += "; did you mean " + best + " (" + known[best] + ")?"
+		}
+		out = append(out, msg)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,150 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// policyDocs describe the keys of a policy section (network, web.policy)
+// and of a policy file (dsh --policy FILE); docs/policy.md has the whole
+// format.
+var policyDocs = map[string]string{
+	"default": "What a destination no allow or deny entry decides gets: deny, or public\n(any globally reachable address, on the ports below).",
+	"ports":   "Ports allowed for destinations that only the default public admits;\nempty means any port. Allow entries are not limited by it.",
+	"allow":   "Allow entries: host, *.host, host:port, *.host:port, IP, IP:port,\n[IPv6]:port, CIDR, * or *:port. Only IP and CIDR entries unlock\nprivate or special-purpose addresses.",
+	"deny":    "Deny entries, in the same forms; deny wins over allow.",
+}
+
+// keyDocs describe every configuration key. TestEveryKeyIsDocumented
+// keeps it complete, and Example renders it, so the example
+// configuration cannot drift from Keys and Default.
+var keyDocs = map[string]string{
+	"sandbox.driver":           "Sandbox driver: native (namespaces), docker, or host (no confinement;\naccepted only with --unconfined). Flag --driver.",
+	"sandbox.image":            "Image of the docker driver. Flag --image.",
+	"sandbox.limits.memory":    "Memory limit of a world: a size such as 512MiB or 2G (k, m, g are\nbinary, kb, mb, gb decimal), at least 8MiB. Flag --memory.",
+	"sandbox.limits.pids":      "Maximum number of processes in a world, 1 to 4194304. Flag --pids.",
+	"sandbox.limits.cpus":      "CPUs' worth of time, 0.01 to this host's CPUs. The default is 2, or\nevery CPU of a host with fewer. Flag --cpus.",
+	"sandbox.limits.off":       "Run worlds without memory, pids and cpu limits, for hosts where dsh\ncannot write cgroups. Filesystem, network and syscall confinement stay.",
+	"sandbox.masks":            "Extra host paths (absolute or ~/path) hidden inside a world, beside\nthe built-in list of credential locations.",
+	"sandbox.home.allow":       "The ~/path locations of the home a world may read (read-only); the\nrest of the home is hidden. An empty list hides the whole home.",
+	"sandbox.unix_sockets":     "Let a world's processes create unix sockets (and so connect to any\nsocket in their view they may write).",
+	"web.fetch.timeout":        "Timeout of one fetch: a duration such as 30s or 2m.",
+	"web.fetch.max_bytes":      "Largest response body read, in bytes.",
+	"web.fetch.max_chars":      "Largest text returned, in characters.",
+	"web.fetch.max_redirects":  "Redirects followed at most.",
+	"web.search.provider":      "Search provider: searxng or brave; empty picks the one configured.",
+	"web.search.searxng_url":   "Base URL of a SearXNG instance.",
+	"web.search.brave_key_env": "Environment variable holding the Brave Search API key.",
+	"proxy.listen":             "Address dsh proxy serves on: host:port or unix:PATH. Flag --listen.",
+	"proxy.audit":              "Egress audit log: a file (one JSON line per connection and request),\n- for stdout, or empty for none. Flag --audit.",
+	"proxy.metrics":            "host:port of dsh proxy's Prometheus metrics and /healthz; empty for\nnone. Flag --metrics.",
+}
+
+// sectionDocs introduce the sections of the example.
+var sectionDocs = map[string]string{
+	"sandbox":    "How worlds (dsh run, dsh world) are confined.",
+	"network":    "Egress policy of processes inside a world (see docs/policy.md).",
+	"web":        "dsh fetch and dsh search.",
+	"web.policy": "Egress policy of web fetches (see docs/policy.md).",
+	"proxy":      "dsh proxy, the egress proxy.",
+}
+
+// hostDependent are keys whose default depends on the host; the example
+// leaves them commented out, so that a file written on one host is valid
+// on every other.
+var hostDependent = map[string]bool{"sandbox.limits.cpus": true}
+
+// keyDoc is the description of key.
+func keyDoc(key string) string {
+	if d, ok := keyDocs[key]; ok {
+		return d
+	}
+	for _, sec := range []string{"network.", "web.policy."} {
+		if leaf, ok := strings.CutPrefix(key, sec); ok {
+			return policyDocs[leaf]
+		}
+	}
+	return ""
+}
+
+// Example is a configuration file that sets every key to its default,
+// each with a comment saying what it does and its environment variable.
+// dsh config init writes it, and docs/config.example.yaml is it.
+func Example() string {
+	var b strings.Builder
+	b.WriteString(`# dsh configuration: every setting, set to its default.
+# Written by "dsh config init"; check it with "dsh config validate".
+# dsh reads ./dsh.yaml, else $XDG_CONFIG_HOME/dsh/config.yaml (or --config
+# FILE, $DSH_CONFIG). Environment variables DSH_<KEY> (dots as
+# underscores) override the file, and flags override both.
+`)
+	writeExample(&b, reflect.ValueOf(Default()), "", 0)
+	return b.String()
+}
+
+func writeExample(b *strings.Builder, v reflect.Value, prefix string, depth int) {
+	t := v.Type()
+	ind := strings.Repeat("  ", depth)
+	comment := func(text string) {
+		for _, l := range strings.Split(text, "\n") {
+			b.WriteString(ind + "# " + l + "\n")
+		}
+	}
+	for i := range t.NumField() {
+		name := keyName(t.Field(i))
+		if name == "" {
+			continue
+		}
+		key := name
+		if prefix != "" {
+			key = prefix + "." + name
+		}
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct {
+			if i > 0 || depth == 0 {
+				b.WriteString("\n")
+			}
+			if d := sectionDocs[key]; d != "" {
+				comment(d)
+			}
+			b.WriteString(ind + name + ":\n")
+			writeExample(b, f, key, depth+1)
+			continue
+		}
+		comment(keyDoc(key) + "\nEnvironment: " + EnvName(key) + ".")
+		lead := ind
+		if hostDependent[key] {
+			lead += "# "
+		}
+		if f.Kind() == reflect.Slice {
+			if f.Len() == 0 {
+				b.WriteString(lead + name + ": []\n")
+				continue
+			}
+			b.WriteString(lead + name + ":\n")
+			for j := range f.Len() {
+				b.WriteString(lead + "  - " + scalar(f.Index(j).Interface()) + "\n")
+			}
+			continue
+		}
+		b.WriteString(lead + name + ": " + scalar(f.Interface()) + "\n")
+	}
+}
+
+// scalar is v as a YAML scalar.
+func scalar(v any) string {
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("config example: %v", err))
+	}
+	return strings.TrimSuffix(string(out), "\n")
+}
+
+// EnvName is the environment variable that overrides key
+// (sandbox.limits.memory: DSH_SANDBOX_LIMITS_MEMORY).
+func EnvName(key string) string {
+	return "DSH_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
