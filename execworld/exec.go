@@ -154,6 +154,12 @@ func (e *Exec) Start(ctx context.Context, c *Cmd) (*Running, error) {
 		return nil, err
 	}
 
+	// The OOM kills counted before the start are not the command's.
+	ooms, _ := w.inst.(sandbox.OOMCounter)
+	var oomsBefore int64
+	if ooms != nil {
+		oomsBefore = ooms.OOMKills()
+	}
 	proc, err := w.inst.Start(ctx, ps)
 	if err != nil {
 		if w.isClosed() {
@@ -166,6 +172,7 @@ func (e *Exec) Start(ctx context.Context, c *Cmd) (*Running, error) {
 		grace = DefaultGrace
 	}
 	r := newRunning(w, proc, c, maxOut, grace)
+	r.ooms, r.oomsBefore = ooms, oomsBefore
 	if err := w.track(r); err != nil {
 		// Closed while starting: nothing may outlive the world.
 		r.kill()

@@ -21,6 +21,11 @@ type Result struct {
 	// Lost reports that the driver lost the command (ErrInitLost): Status
 	// is unknown.
 	Lost bool
+	// OOMKilled reports that the kernel's OOM killer ended the command:
+	// it was killed by SIGKILL and the world's memory cgroup counted an
+	// OOM kill while it ran. Only drivers that count OOM kills
+	// (sandbox.OOMCounter) report it.
+	OOMKilled bool
 	// Stdout and Stderr are the exact tails of the two streams.
 	Stdout, Stderr Output
 	// Duration is the time from start to exit.
@@ -51,6 +56,10 @@ type Running struct {
 	stdout io.Reader      // non-nil with StdoutPipe
 	grace  time.Duration
 	begin  time.Time
+	// ooms counts the world's OOM kills (nil when the driver cannot);
+	// oomsBefore is the count when the command started.
+	ooms       sandbox.OOMCounter
+	oomsBefore int64
 
 	exited chan struct{} // closed when the process has exited
 	done   chan struct{} // closed when res/err are final
@@ -195,6 +204,9 @@ func (r *Running) wait() {
 		Stdout:   r.out.snapshot(),
 		Stderr:   r.errOut.snapshot(),
 		Duration: dur,
+	}
+	if r.ooms != nil && st.Signal == syscall.SIGKILL && r.ooms.OOMKills() > r.oomsBefore {
+		r.res.OOMKilled = true
 	}
 	if err != nil {
 		r.res.Lost = true

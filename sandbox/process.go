@@ -91,3 +91,12 @@ type Instance interface {
 	// idempotent and safe to call concurrently.
 	Close() error
 }
+
+// OOMCounter is implemented by an Instance that can tell how many
+// processes the kernel's OOM killer has killed in the world so far (the
+// oom_kill count of its memory cgroup). execworld compares the count
+// around a command to report that a SIGKILL was an OOM kill. Drivers that
+// cannot tell do not implement it.
+type OOMCounter interface {
+	OOMKills() int64
+}

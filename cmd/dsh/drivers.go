@@ -26,6 +26,9 @@ type driver struct {
 	// confines is false only for host, which runs commands on this host
 	// as they are and is selected only with --unconfined.
 	confines bool
+	// usesImage is true for a driver that runs a container image
+	// (sandbox.image, --image); the others run this host's own files.
+	usesImage bool
 	// newBackend makes the driver.
 	newBackend func() (execworld.Backend, error)
 	// probe reports what the driver can do on this machine under cfg
@@ -45,7 +48,7 @@ var drivers = []driver{
 		probe:      probeNative,
 	},
 	{
-		name: driverDocker, confines: true,
+		name: driverDocker, confines: true, usesImage: true,
 		newBackend: func() (execworld.Backend, error) { return docker.New(nil) },
 		probe:      probeDocker,
 	},

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,7 +24,7 @@ const (
 
 func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "run [flags] -- CMD [ARG...]",
+		Use:   "run [flags] [--] CMD [ARG...]",
 		Short: "Run a command inside a confined execution world",
 		Long: `Run starts an execution world on the workspace (default: the current
 directory, mounted read-write at the same path inside), runs CMD there with
@@ -41,18 +40,45 @@ prints arrives on stdout.
 
 Processes inside reach the network only through the world's egress proxy,
 under the sandbox policy (config key network; default: deny everything).
-Use --policy and --allow to change it for one run.`,
+Use --policy and --allow to change it for one run. At exit dsh says on
+stderr which destinations the proxy refused and how to allow them;
+--audit FILE (or the config key proxy.audit) keeps the proxy's JSON audit
+lines, one per connection, and --audit - writes them to stderr (stdout is
+the command's). --json reports them in its egress array.
+
+dsh's flags end at CMD: everything after it is the command's, so
+"dsh run ls -la" and "dsh run --memory 1G echo --help" run ls -la and
+echo --help. "--" may still separate the two.
+
+The environment is the world's own; -e NAME=VALUE sets a variable, -e NAME
+copies this shell's value of NAME (left out when unset, as docker does),
+and --env-file FILE reads NAME=VALUE lines (# comments and blank lines
+ignored; a bare NAME copies the host value). With --tty, TERM is yours
+(xterm-256color when unset) unless -e sets it.
+
+A command that the kernel killed for exceeding --memory is reported as
+out of memory (stderr, and "oom_killed": true in --json).`,
 		Example: `  dsh run -- make test
   dsh run --allow proxy.golang.org -- go mod download
   dsh run --driver docker --image dsh/base:latest -- bash -c 'id; grep Cap /proc/self/status'
-  dsh run -t -- bash`,
+  dsh run -t -- bash
+  dsh run ls -la
+  dsh run -e GOFLAGS -w sub/dir -- go test ./...
+  dsh run --audit - -- curl -sS https://example.com`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: runRun,
 	}
 	addWorldFlags(cmd)
 	f := cmd.Flags()
+	// The first argument that is not a flag begins the command: its own
+	// flags are never dsh's.
+	f.SetInterspersed(false)
 	f.Duration("timeout", 0, "end the command after this long (SIGTERM to its processes, 3s, SIGKILL) and exit 124; 0 means no timeout")
-	f.StringArray("env", nil, "environment entry K=V for the command (repeatable); the host environment never enters")
+	f.StringArrayP("env", "e", nil, "environment entry NAME=VALUE for the command, or NAME to copy this shell's value (repeatable); nothing else of the host environment enters")
+	f.StringArray("env-file", nil, "read environment entries from FILE: NAME=VALUE or NAME lines, # comments (repeatable; -e wins)")
+	f.StringP("workdir", "w", "", "working directory of the command: a directory inside the workspace, relative to its root or absolute (default: the workspace root)")
+	f.String("audit", "", "write the egress proxy's JSON audit lines (one per connection) to FILE (appended), or - for stderr")
+	bindConfigFlag(cmd, "audit", "proxy.audit")
 	f.Bool("json", false, "print one JSON object with the status and the output tails instead of streaming the output")
 	f.BoolP("tty", "t", false, "run the command on a terminal of its own inside the world (shells, interactive programs); needs a terminal on dsh's stdin")
 	return cmd
@@ -65,6 +91,7 @@ type runResult struct {
 	Confined        bool   `json:"confined"`
 	ExitCode        int    `json:"exit_code"`
 	Signal          int    `json:"signal,omitempty"`
+	OOMKilled       bool   `json:"oom_killed,omitempty"`
 	TimedOut        bool   `json:"timed_out,omitempty"`
 	Canceled        bool   `json:"canceled,omitempty"`
 	DurationMs      int64  `json:"duration_ms"`
@@ -74,6 +101,9 @@ type runResult struct {
 	Stderr          string `json:"stderr"`
 	StderrTotal     int64  `json:"stderr_total_bytes"`
 	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+	// Egress is every destination the world's proxy judged, refused or
+	// allowed, with its verdict, rule and count; [] when none.
+	Egress []egressEntry `json:"egress"`
 }
 
 func runRun(cmd *cobra.Command, args []string) error {
@@ -103,6 +133,19 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	c, tty, err := runCmdSpec(cmd, args)
 	if err != nil {
 		return exitf(statusDshFailed, "%v", err)
+	}
+	audit, closeAudit, err := openRunAudit(cfg.Proxy.Audit, cmd.ErrOrStderr())
+	if err != nil {
+		return exitf(statusDshFailed, "%v", err)
+	}
+	defer closeAudit()
+	egress := newEgressCollector(audit)
+	plan.audit = egress
+	asJSON, _ := cmd.Flags().GetBool("json")
+	if !asJSON {
+		// Said whatever the end, once the world (and its proxy) is closed:
+		// a refused connection is often why the command failed.
+		defer egress.summarize(cmd.ErrOrStderr())
 	}
 
 	// From here on dsh handles SIGINT, SIGTERM and SIGHUP itself, so that
@@ -152,6 +195,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	if tty != nil {
 		tty.restore() // before any message of dsh's own
 	}
+
 	if err != nil {
 		var se *execworld.StartError
 		if errors.As(err, &se) {
@@ -165,13 +209,15 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 			return exitf(statusDshFailed, "%s did not finish, its status is unknown: %v", c.Argv[0], err)
 		}
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+	if asJSON {
+		w.Close() // the proxy's last audit lines are in
 		out := runResult{
 			World: w.ID, Driver: w.Backend(), Confined: plan.driver.confines,
-			ExitCode: res.ExitCode(), Signal: int(res.Status.Signal),
+			ExitCode: res.ExitCode(), Signal: int(res.Status.Signal), OOMKilled: res.OOMKilled,
 			TimedOut: res.TimedOut, Canceled: res.Canceled, DurationMs: res.Duration.Milliseconds(),
 			Stdout: string(res.Stdout.Data), StdoutTotal: res.Stdout.Total, StdoutTruncated: res.Stdout.Truncated,
 			Stderr: string(res.Stderr.Data), StderrTotal: res.Stderr.Total, StderrTruncated: res.Stderr.Truncated,
+			Egress: egress.egress(),
 		}
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
@@ -180,6 +226,8 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		}
 	} else if res.TimedOut {
 		fmt.Fprintf(cmd.ErrOrStderr(), "dsh: %s timed out after %v; its processes were killed\n", c.Argv[0], c.Timeout)
+	} else if res.OOMKilled {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dsh: %s was killed by the kernel for running out of memory (the world's limit is %s); raise --memory\n", c.Argv[0], memoryLimit(cfg))
 	}
 	if code := res.ExitCode(); code != 0 {
 		return exitCode(code)
@@ -226,17 +274,16 @@ func runInWorld(ctx context.Context, w *execworld.World, c *execworld.Cmd, sigs 
 // runCmdSpec builds the command from the arguments and flags, and with
 // --tty returns dsh's terminal.
 func runCmdSpec(cmd *cobra.Command, args []string) (*execworld.Cmd, *hostTerminal, error) {
-	env, _ := cmd.Flags().GetStringArray("env")
-	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return nil, nil, fmt.Errorf("--env %q is not KEY=VALUE", kv)
-		}
+	env, err := runEnv(cmd)
+	if err != nil {
+		return nil, nil, err
 	}
 	timeout, _ := cmd.Flags().GetDuration("timeout")
 	if timeout < 0 {
 		return nil, nil, fmt.Errorf("--timeout %v is negative; give a duration such as 30s, or 0 for none", timeout)
 	}
-	c := &execworld.Cmd{Argv: args, Env: env, Timeout: timeout}
+	dir, _ := cmd.Flags().GetString("workdir")
+	c := &execworld.Cmd{Argv: args, Env: env, Timeout: timeout, Dir: dir}
 	asJSON, _ := cmd.Flags().GetBool("json")
 	if !asJSON {
 		c.Stdout, c.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -253,6 +300,7 @@ func runCmdSpec(cmd *cobra.Command, args []string) (*execworld.Cmd, *hostTermina
 		}
 		size := tty.size()
 		c.TTY, c.Stdin = &size, tty.f
+		c.Env = withTERM(c.Env, os.Getenv("TERM"))
 		return c, tty, nil
 	}
 	if stdinWanted(cmd.InOrStdin()) {

@@ -60,7 +60,7 @@ func TestRunStatuses(t *testing.T) {
 		{[]string{"--unconfined", "--workspace", "/nonexistent/dsh", "--", "true"}, 125, "workspace"},
 		{[]string{"--unconfined", "--memory", "lots", "--", "true"}, 125, "memory"},
 		{[]string{"--unconfined", "--allow", "not a host!", "--", "true"}, 125, "egress policy"},
-		{[]string{"--unconfined", "--env", "NOEQUALS", "--", "true"}, 125, "--env"},
+		{[]string{"--unconfined", "--env", "=NONAME", "--", "true"}, 125, "--env"}, // a bare NAME copies the host value
 		{[]string{"--unconfined", "--no-limits", "--memory", "1G", "--", "true"}, 125, "limits are off"},
 	} {
 		code, _, stderr := dshRun(t, c.args...)

@@ -68,6 +68,9 @@ type worldOverrides struct {
 	// Limits are the limit flags given on the command line (memory,
 	// pids, cpus): a contradiction when limits are off.
 	Limits []string
+	// Image is --image as given on the command line, "" when it was not:
+	// an error with a driver that uses no image.
+	Image  string
 	Policy policyOverrides
 }
 
@@ -80,6 +83,9 @@ func worldFlags(cmd *cobra.Command) worldOverrides {
 	o.Unconfined, _ = f.GetBool("unconfined")
 	if f.Changed("driver") {
 		o.Driver, _ = f.GetString("driver")
+	}
+	if f.Changed("image") {
+		o.Image, _ = f.GetString("image")
 	}
 	for _, name := range limitFlags {
 		if f.Changed(name) {
@@ -95,6 +101,9 @@ type worldPlan struct {
 	driver driver
 	spec   *sandbox.Spec
 	egress *netpolicy.Policy
+	// audit, set by the caller, receives the egress proxy's JSON audit
+	// lines; nil for none.
+	audit io.Writer
 }
 
 // planWorld decides the world that cfg (validated by loadConfig) and the
@@ -104,6 +113,9 @@ func planWorld(cfg *config.Config, o worldOverrides) (*worldPlan, error) {
 	d, err := pickDriver(cfg.Sandbox.Driver, o)
 	if err != nil {
 		return nil, err
+	}
+	if o.Image != "" && !d.usesImage {
+		return nil, fmt.Errorf("--image %s: the %s driver runs no container image; pass --driver %s to run the image, or drop --image", o.Image, d.name, driverDocker)
 	}
 	spec, err := worldSpec(cfg.Sandbox, o)
 	if err != nil {
@@ -123,7 +135,7 @@ func openWorld(ctx context.Context, p *worldPlan, warn io.Writer) (*execworld.Wo
 		return nil, err
 	}
 	reapOnce(ctx, backend, warn)
-	return execworld.Open(ctx, backend, &execworld.Options{Spec: p.spec, Egress: p.egress})
+	return execworld.Open(ctx, backend, &execworld.Options{Spec: p.spec, Egress: p.egress, Audit: p.audit})
 }
 
 // reapOnce removes what crashed dsh processes left of a driver's worlds

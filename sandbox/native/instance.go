@@ -46,6 +46,10 @@ func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.P
 	return pid1.ExplainLoss(proc, in.fate.describe), nil
 }
 
+// OOMKills is the oom_kill count of the world's memory cgroup, 0 without
+// one (sandbox.OOMCounter).
+func (in *instance) OOMKills() int64 { return oomKills(in.l.cg) }
+
 // Close kills every process of the world and removes its cgroup, egress
 // socket and state directory. It is idempotent and safe to call
 // concurrently; every call returns the first call's result.
