@@ -35,20 +35,19 @@ Errors exit 1 with a code such as NET_DENIED or WEB_FETCH_TOO_LARGE.`,
 		RunE: runFetch,
 	}
 	addPolicyFlags(cmd)
-	cmd.Flags().Bool("json", false, `print {"url","final_url","status","kind","content","truncated"} (or {"url","error"})`)
+	cmd.Flags().Bool("json", false, `print {"url","final_url","status","kind","content","truncated"} (or the error envelope with "url")`)
 	cmd.Flags().Bool("raw", false, "print the decoded body without converting HTML to Markdown")
 	return cmd
 }
 
 // fetchJSON is dsh fetch --json's answer.
 type fetchJSON struct {
-	URL       string     `json:"url"`
-	FinalURL  string     `json:"final_url,omitempty"`
-	Status    int        `json:"status,omitempty"`
-	Kind      web.Kind   `json:"kind,omitempty"`
-	Content   *string    `json:"content,omitempty"`
-	Truncated *bool      `json:"truncated,omitempty"`
-	Error     *errorJSON `json:"error,omitempty"`
+	URL       string   `json:"url"`
+	FinalURL  string   `json:"final_url,omitempty"`
+	Status    int      `json:"status,omitempty"`
+	Kind      web.Kind `json:"kind,omitempty"`
+	Content   *string  `json:"content,omitempty"`
+	Truncated *bool    `json:"truncated,omitempty"`
 }
 
 // errorJSON is a typed failure in --json output.
@@ -81,10 +80,7 @@ func runFetch(cmd *cobra.Command, args []string) error {
 	res, err := f.Fetch(ctx, args[0])
 	out := cmd.OutOrStdout()
 	if err != nil {
-		if asJSON {
-			writeJSON(out, fetchJSON{URL: args[0], Error: webErrorJSON(err)})
-		}
-		return webExit(err)
+		return webExit(err, map[string]any{"url": args[0]})
 	}
 	if !asJSON {
 		if raw {
@@ -142,16 +138,27 @@ func webErrorJSON(err error) *errorJSON {
 	return e
 }
 
-// webExit makes dsh print the typed error and exit 1.
-func webExit(err error) error {
+// webExit makes dsh print the typed error and exit 1; under --json the
+// envelope carries its code and reason, and extra beside it.
+func webExit(err error, extra map[string]any) error {
+	var ee *exitError
 	var we *web.Error
-	if errors.As(err, &we) {
-		return exitf(1, "%v", we)
+	switch {
+	case errors.As(err, &we):
+		ee = exitf(statusFailed, "%v", we).(*exitError)
+	case errors.Is(err, context.Canceled):
+		ee = exitf(statusFailed, "%s: %v", web.CodeAborted, err).(*exitError)
+	default:
+		ee = exitf(statusFailed, "%s: %v", web.CodeProviderError, err).(*exitError)
 	}
-	if errors.Is(err, context.Canceled) {
-		return exitf(1, "%s: %v", web.CodeAborted, err)
+	j := webErrorJSON(err)
+	if errors.Is(err, context.Canceled) && we == nil {
+		j.Code = string(web.CodeAborted)
 	}
-	return exitf(1, "%s: %v", web.CodeProviderError, err)
+	ee.jsonCode, ee.reason, ee.extra = j.Code, j.Reason, extra
+	// The envelope's message is the error's own, without the code prefix.
+	ee.jsonMsg = j.Message
+	return ee
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -21,6 +21,7 @@ func newPolicyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Inspect egress policies",
+		RunE:  groupRunE,
 	}
 	cmd.AddCommand(newPolicyCheckCmd())
 	return cmd

@@ -27,14 +27,8 @@ Errors exit 1 with a code such as WEB_PROVIDER_UNAVAILABLE.`,
 	}
 	cmd.Flags().String("provider", "", "search provider id: searxng or brave (overrides web.search.provider)")
 	bindConfigFlag(cmd, "provider", "web.search.provider")
-	cmd.Flags().Bool("json", false, `print {"provider","queries","sources":[{"title","url","snippet"}]} (or {"queries","error"})`)
+	cmd.Flags().Bool("json", false, `print {"provider","queries","sources":[{"title","url","snippet"}]} (or the error envelope with "queries")`)
 	return cmd
-}
-
-// searchErrorJSON is dsh search --json's answer on failure.
-type searchErrorJSON struct {
-	Queries []string   `json:"queries"`
-	Error   *errorJSON `json:"error"`
 }
 
 func runSearch(cmd *cobra.Command, args []string) error {
@@ -56,10 +50,7 @@ func runSearch(cmd *cobra.Command, args []string) error {
 	res, err := reg.Search(ctx, s.Provider, args)
 	out := cmd.OutOrStdout()
 	if err != nil {
-		if asJSON {
-			writeJSON(out, searchErrorJSON{Queries: append([]string{}, args...), Error: webErrorJSON(err)})
-		}
-		return webExit(err)
+		return webExit(err, map[string]any{"queries": append([]string{}, args...)})
 	}
 	if asJSON {
 		return writeJSON(out, res)
