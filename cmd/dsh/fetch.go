@@ -31,6 +31,9 @@ checked against the web policy (default: public addresses on ports 80 and
 HTML is printed as Markdown, other text as it came; --raw prints the
 decoded body without conversion. A non-2xx status is printed like any page.
 Errors exit 1 with a code such as NET_DENIED or WEB_FETCH_TOO_LARGE.`,
+		Example: `  dsh fetch https://go.dev/doc/
+  dsh fetch --raw https://example.com/robots.txt
+  dsh fetch --json https://example.com | jq -r .content`,
 		Args: cobra.ExactArgs(1),
 		RunE: runFetch,
 	}

@@ -19,9 +19,10 @@ import (
 
 func newPolicyCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "policy",
-		Short: "Inspect egress policies",
-		RunE:  groupRunE,
+		Use:     "policy",
+		Short:   "Inspect egress policies",
+		Example: `  dsh policy check https://example.com`,
+		RunE:    groupRunE,
 	}
 	cmd.AddCommand(newPolicyCheckCmd())
 	return cmd
@@ -40,6 +41,9 @@ default: public addresses on ports 80 and 443). A target without scheme
 or port is judged for port 443.
 
 Exit status: 0 all allowed, 1 any denied, 2 usage error or invalid target.`,
+		Example: `  dsh policy check https://pypi.org 10.0.0.1 169.254.169.254
+  dsh policy check --allow pypi.org:443 --json pypi.org:443
+  dsh policy check --resolve example.com=127.0.0.1 example.com`,
 		Args:                  cobra.MinimumNArgs(1),
 		RunE:                  runPolicyCheck,
 		DisableFlagsInUseLine: true,

@@ -23,10 +23,13 @@ format enabled) and brave (Brave Search API, key in $BRAVE_API_KEY or the
 variable named by web.search.brave_key_env). With no provider configured,
 the single usable one is used; several usable ones are an error.
 Errors exit 1 with a code such as WEB_PROVIDER_UNAVAILABLE.`,
+		Example: `  dsh search golang context cancellation
+  dsh search --provider brave --json 'rust async runtime' | jq '.sources[].url'`,
 		RunE: runSearch,
 	}
 	cmd.Flags().String("provider", "", "search provider id: searxng or brave (overrides web.search.provider)")
 	bindConfigFlag(cmd, "provider", "web.search.provider")
+	_ = cmd.RegisterFlagCompletionFunc("provider", cobra.FixedCompletions([]string{"searxng", "brave"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().Bool("json", false, `print {"provider","queries","sources":[{"title","url","snippet"}]} (or the error envelope with "queries")`)
 	return cmd
 }
