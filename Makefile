@@ -12,7 +12,7 @@ ifeq ($(shell id -u),0)
 REQUIRE_PRIV     := DSH_REQUIRE_ROOT=1 DSH_REQUIRE_USERNS=1 DSH_REQUIRE_CGROUPS=1
 endif
 
-.PHONY: all build test test-short lint bench images docker clean
+.PHONY: all build test test-short lint bench images docker man clean
 
 all: build
 
@@ -47,6 +47,12 @@ lint:
 bench: images
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchmem ./...
 
+## man: man pages generated from the command tree into man/
+man:
+	rm -rf man
+	DSH_MAN_DIR=$(CURDIR)/man $(GO) test -count=1 -run '^TestGenManPages$$' ./cmd/dsh
+	@ls man
+
 ## clean: remove build output
 clean:
-	rm -rf bin
+	rm -rf bin man

@@ -25,6 +25,9 @@ func newConfigCmd() *cobra.Command {
   3. environment variables DSH_<KEY>, dots as underscores
      (sandbox.limits.memory -> DSH_SANDBOX_LIMITS_MEMORY)
   4. command-line flags (dsh run --memory, ...)`,
+		Example: `  dsh config show
+  dsh config show --json --config ./dsh.yaml`,
+		RunE: groupRunE,
 	}
 	cmd.AddCommand(newConfigShowCmd(), newConfigValidateCmd(), newConfigInitCmd())
 	return cmd

@@ -50,7 +50,7 @@ WEB_PROVIDER_ERROR (any other failure). Interrupted (^C) it exits 130.`,
 		RunE: runFetch,
 	}
 	addPolicyFlags(cmd)
-	cmd.Flags().Bool("json", false, `print {"url","final_url","status","kind","content","truncated"} (or {"url","error"})`)
+	cmd.Flags().Bool("json", false, `print {"url","final_url","status","kind","content","truncated"} (or the error envelope with "url")`)
 	cmd.Flags().Bool("raw", false, "print the decoded body without converting HTML to Markdown")
 	cmd.Flags().Bool("fail", false, "exit 1 and write no page when the status is not 2xx")
 	cmd.Flags().StringP("output", "o", "", "write the page (or the --json answer) to FILE instead of stdout")
@@ -59,13 +59,12 @@ WEB_PROVIDER_ERROR (any other failure). Interrupted (^C) it exits 130.`,
 
 // fetchJSON is dsh fetch --json's answer.
 type fetchJSON struct {
-	URL       string     `json:"url"`
-	FinalURL  string     `json:"final_url,omitempty"`
-	Status    int        `json:"status,omitempty"`
-	Kind      web.Kind   `json:"kind,omitempty"`
-	Content   *string    `json:"content,omitempty"`
-	Truncated *bool      `json:"truncated,omitempty"`
-	Error     *errorJSON `json:"error,omitempty"`
+	URL       string   `json:"url"`
+	FinalURL  string   `json:"final_url,omitempty"`
+	Status    int      `json:"status,omitempty"`
+	Kind      web.Kind `json:"kind,omitempty"`
+	Content   *string  `json:"content,omitempty"`
+	Truncated *bool    `json:"truncated,omitempty"`
 }
 
 // errorJSON is a typed failure in --json output.
@@ -100,12 +99,7 @@ func runFetch(cmd *cobra.Command, args []string) error {
 	res, err := f.Fetch(ctx, args[0])
 	stderr := cmd.ErrOrStderr()
 	if err != nil {
-		if asJSON {
-			writeOutput(cmd, output, func(w io.Writer) error {
-				return writeJSON(w, fetchJSON{URL: args[0], Error: webErrorJSON(err)})
-			})
-		}
-		return webExit(err, caught())
+		return webExit(err, caught(), map[string]any{"url": args[0]})
 	}
 	failed := fail && (res.StatusCode < 200 || res.StatusCode > 299)
 	if !asJSON {
@@ -240,23 +234,33 @@ func webErrorJSON(err error) *errorJSON {
 }
 
 // webExit makes dsh print the typed error and exit 1, or 128+N when
-// signal N (^C: 130) interrupted the command.
-func webExit(err error, sig os.Signal) error {
-	code := 1
+// signal N (^C: 130) interrupted the command; under --json the envelope
+// carries its code and reason, and extra beside it.
+func webExit(err error, sig os.Signal, extra map[string]any) error {
+	code := statusFailed
 	if s, ok := sig.(syscall.Signal); ok {
 		code = 128 + int(s)
 	}
+	var ee *exitError
 	var we *web.Error
-	if errors.As(err, &we) {
-		return exitf(code, "%v", we)
+	switch {
+	case errors.As(err, &we):
+		ee = exitf(code, "%v", we).(*exitError)
+	case code != statusFailed:
+		ee = exitf(code, "%s: interrupted: %v", web.CodeAborted, err).(*exitError)
+	case errors.Is(err, context.Canceled):
+		ee = exitf(code, "%s: %v", web.CodeAborted, err).(*exitError)
+	default:
+		ee = exitf(code, "%s: %v", web.CodeProviderError, err).(*exitError)
 	}
-	if code != 1 {
-		return exitf(code, "%s: interrupted: %v", web.CodeAborted, err)
+	j := webErrorJSON(err)
+	if (errors.Is(err, context.Canceled) || code != statusFailed) && we == nil {
+		j.Code = string(web.CodeAborted)
 	}
-	if errors.Is(err, context.Canceled) {
-		return exitf(1, "%s: %v", web.CodeAborted, err)
-	}
-	return exitf(1, "%s: %v", web.CodeProviderError, err)
+	ee.jsonCode, ee.reason, ee.extra = j.Code, j.Reason, extra
+	// The envelope's message is the error's own, without the code prefix.
+	ee.jsonMsg = j.Message
+	return ee
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -68,6 +68,14 @@ func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 }
 
 func load(cmd *cobra.Command) (*loaded, error) {
+	l, err := loadRaw(cmd)
+	if err != nil {
+		return nil, &configError{err}
+	}
+	return l, nil
+}
+
+func loadRaw(cmd *cobra.Command) (*loaded, error) {
 	v := viper.New()
 	def := config.Default()
 	keys := config.Keys()

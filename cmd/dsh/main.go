@@ -27,16 +27,24 @@ func main() {
 func run(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		var ee *exitError
-		if asExitError(err, &ee) {
-			if ee.msg != "" {
-				fmt.Fprintln(os.Stderr, "dsh:", ee.msg)
-			}
-			return ee.code
-		}
-		fmt.Fprintln(os.Stderr, "dsh:", err)
-		return 2
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return statusOK
 	}
-	return 0
+	if cmd == nil {
+		cmd = root
+	}
+	ee := asExit(cmd, err)
+	if !ee.written && argsWantJSON(args) {
+		// cobra failed before any command saw the line (an unknown
+		// command): --json still gets its envelope.
+		if _, ok := err.(*exitError); !ok {
+			ee.cause = &usageError{err}
+		}
+		writeErrorJSON(os.Stdout, ee)
+	}
+	if ee.msg != "" {
+		fmt.Fprintln(os.Stderr, "dsh:", ee.msg)
+	}
+	return ee.code
 }

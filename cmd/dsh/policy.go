@@ -21,8 +21,10 @@ import (
 
 func newPolicyCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "policy",
-		Short: "Inspect egress policies",
+		Use:     "policy",
+		Short:   "Inspect egress policies",
+		Example: `  dsh policy check https://example.com`,
+		RunE:    groupRunE,
 	}
 	cmd.AddCommand(newPolicyCheckCmd())
 	return cmd

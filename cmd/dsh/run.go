@@ -65,8 +65,9 @@ out of memory (stderr, and "oom_killed": true in --json).`,
   dsh run ls -la
   dsh run -e GOFLAGS -w sub/dir -- go test ./...
   dsh run --audit - -- curl -sS https://example.com`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: runRun,
+		Args:        cobra.MinimumNArgs(1),
+		RunE:        runRun,
+		Annotations: map[string]string{failureStatusAnnotation: "125"},
 	}
 	addWorldFlags(cmd)
 	f := cmd.Flags()
@@ -109,13 +110,10 @@ type runResult struct {
 func runRun(cmd *cobra.Command, args []string) error {
 	err := runRunCmd(cmd, args)
 	var ee *exitError
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON && errors.As(err, &ee) && ee.msg != "" {
-		// dsh failed before the command could report: --json readers still
-		// get one object, with the status dsh exits with and why.
-		writeJSON(cmd.OutOrStdout(), struct {
-			ExitCode int    `json:"exit_code"`
-			Error    string `json:"error"`
-		}{ee.code, ee.msg})
+	if errors.As(err, &ee) && ee.msg != "" {
+		// dsh failed before the command could report: the --json envelope
+		// also says the status dsh exits with.
+		ee.extra = map[string]any{"exit_code": ee.code}
 	}
 	return err
 }

@@ -92,13 +92,14 @@ func TestRunStreamsAndJSON(t *testing.T) {
 		t.Fatalf("the host environment entered the command: %q", res.Stdout)
 	}
 
-	// dsh's own failure is one JSON object too.
+	// dsh's own failure is the error envelope, with the status.
 	code, stdout, _ = dshRun(t, "--unconfined", "--json", "--", "dsh-no-such-program")
 	var fail struct {
-		ExitCode int    `json:"exit_code"`
-		Error    string `json:"error"`
+		ExitCode int `json:"exit_code"`
+		Error    struct{ Code, Message string }
 	}
-	if err := json.Unmarshal([]byte(stdout), &fail); err != nil || code != 127 || fail.ExitCode != 127 || !strings.Contains(fail.Error, "not found") {
+	if err := json.Unmarshal([]byte(stdout), &fail); err != nil || code != 127 || fail.ExitCode != 127 ||
+		fail.Error.Code != "NOT_FOUND" || !strings.Contains(fail.Error.Message, "not found") {
 		t.Fatalf("--json start failure: exit %d, %q (%v)", code, stdout, err)
 	}
 }

@@ -33,14 +33,9 @@ all is a usage error (exit 2). Interrupted (^C) it exits 130.`,
 	cmd.Flags().String("provider", "", "search provider id: searxng or brave (overrides web.search.provider)")
 	bindConfigFlag(cmd, "provider", "web.search.provider")
 	cmd.Flags().StringArrayP("query", "q", nil, "a query of its own (repeatable; the words on the command line are one more)")
-	cmd.Flags().Bool("json", false, `print {"provider","queries","sources":[{"title","url","snippet"}]} (or {"queries","error"})`)
+	_ = cmd.RegisterFlagCompletionFunc("provider", cobra.FixedCompletions([]string{"searxng", "brave"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().Bool("json", false, `print {"provider","queries","sources":[{"title","url","snippet"}]} (or the error envelope with "queries")`)
 	return cmd
-}
-
-// searchErrorJSON is dsh search --json's answer on failure.
-type searchErrorJSON struct {
-	Queries []string   `json:"queries"`
-	Error   *errorJSON `json:"error"`
 }
 
 // searchQueries returns the queries of a command line: the words joined
@@ -77,10 +72,7 @@ func runSearch(cmd *cobra.Command, args []string) error {
 	res, err := reg.Search(ctx, s.Provider, queries)
 	out := cmd.OutOrStdout()
 	if err != nil {
-		if asJSON {
-			writeJSON(out, searchErrorJSON{Queries: queries, Error: webErrorJSON(err)})
-		}
-		return webExit(err, caught())
+		return webExit(err, caught(), map[string]any{"queries": queries})
 	}
 	if asJSON {
 		return writeJSON(out, res)
