@@ -226,7 +226,7 @@ func policySource(info *policyInfo, l *loaded) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		switch src := l.sources[k]; {
-		case src == "file":
+		case src == "file" || strings.HasPrefix(src, "file "):
 			info.Source, info.File = "config", absPath(l.file)
 		case strings.HasPrefix(src, "env "):
 			info.Source = "config"
