@@ -11,6 +11,7 @@ command -v dockerd     >/dev/null 2>&1 || apt_packages+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || apt_packages+=(debootstrap)
 command -v bwrap       >/dev/null 2>&1 || apt_packages+=(bubblewrap)
 command -v ip          >/dev/null 2>&1 || apt_packages+=(iproute2)
+command -v curl        >/dev/null 2>&1 || apt_packages+=(curl)
 
 if ((${#apt_packages[@]})); then
 	if [ "$(id -u)" != 0 ]; then
