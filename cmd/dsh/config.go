@@ -20,11 +20,18 @@ func newConfigCmd() *cobra.Command {
 		Long: `dsh reads its configuration from, in increasing precedence:
 
   1. built-in defaults
-  2. a YAML file: --config FILE, else $DSH_CONFIG, else ./dsh.yaml,
-     else $XDG_CONFIG_HOME/dsh/config.yaml (~/.config/dsh/config.yaml)
+  2. YAML files: --config FILE, else $DSH_CONFIG, else the user's
+     $XDG_CONFIG_HOME/dsh/config.yaml (~/.config/dsh/config.yaml) and
+     over it the project file ./dsh.yaml
   3. environment variables DSH_<KEY>, dots as underscores
      (sandbox.limits.memory -> DSH_SANDBOX_LIMITS_MEMORY)
-  4. command-line flags (dsh run --memory, ...)`,
+  4. command-line flags (dsh run --memory, ...)
+
+A project file is one a world can write (the current directory is the
+default workspace): dsh takes only settings from it that narrow
+confinement, relative to what they would be without it, until you trust
+it with dsh trust (see dsh trust --help). dsh names on stderr each config
+file it read.`,
 		Example: `  dsh config show
   dsh config show --json --config ./dsh.yaml`,
 		RunE: groupRunE,
@@ -74,7 +81,7 @@ func newConfigValidateCmd() *cobra.Command {
 		Use:   "validate [FILE]",
 		Short: "Check the configuration: every problem with its key, exit 1 if any",
 		Long: `dsh config validate loads the configuration as every command does (FILE,
-else --config, $DSH_CONFIG, ./dsh.yaml, $XDG_CONFIG_HOME/dsh/config.yaml;
+else --config, $DSH_CONFIG, $XDG_CONFIG_HOME/dsh/config.yaml and ./dsh.yaml;
 then DSH_* variables) and reports every problem at once, each with its key
 path. It exits 0 when the configuration is valid and 1 when it is not.
 With --json it prints {"valid":true,"file":PATH} or the error envelope
@@ -92,7 +99,11 @@ With --json it prints {"valid":true,"file":PATH} or the error envelope
 			l, err := load(cmd)
 			if err != nil {
 				if asJSON {
-					if err := writeJSONError(out, "CONFIG_INVALID", "the configuration is invalid", problemsOf(err)); err != nil {
+					code := "CONFIG_INVALID"
+					if errors.As(err, new(*untrustedError)) {
+						code = "CONFIG_UNTRUSTED"
+					}
+					if err := writeJSONError(out, code, "the configuration is invalid", problemsOf(err)); err != nil {
 						return err
 					}
 					return exitCode(1)
@@ -193,11 +204,16 @@ func newConfigShowCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return json.NewEncoder(out).Encode(map[string]any{"file": l.file, "settings": entries})
+				files := l.files
+				if files == nil {
+					files = []*configFile{}
+				}
+				return json.NewEncoder(out).Encode(map[string]any{"file": l.file, "files": files, "settings": entries})
 			}
-			if l.file != "" {
-				fmt.Fprintf(out, "# config file: %s\n", l.file)
-			} else {
+			for _, f := range l.files {
+				fmt.Fprintf(out, "# config file: %s (%s)\n", f.Path, f.describe())
+			}
+			if len(l.files) == 0 {
 				fmt.Fprintln(out, "# no config file")
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -209,7 +225,7 @@ func newConfigShowCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {file, settings:[{key,value,source}]}")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {file, files:[{path,kind,trust}], settings:[{key,value,source}]}")
 	return cmd
 }
 

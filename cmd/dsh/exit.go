@@ -122,8 +122,11 @@ func envelope(ee *exitError) map[string]any {
 	body := errorBody{Code: ee.jsonCode, Message: msg, Reason: ee.reason, Problems: []errorProblem{}}
 	var ce *configError
 	var ue *usageError
+	var te *untrustedError
 	switch {
 	case body.Code != "":
+	case errors.As(ee, &te):
+		body.Code = "CONFIG_UNTRUSTED"
 	case errors.As(ee, &ce):
 		body.Code = "CONFIG_INVALID"
 	case errors.As(ee, &ue):

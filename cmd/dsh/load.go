@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/internal/trust"
 )
 
 // configKeyAnnotation marks a flag that overrides a configuration key.
@@ -33,8 +35,11 @@ func bindConfigFlag(cmd *cobra.Command, name, key string) {
 
 // loaded is a configuration together with where each value came from.
 type loaded struct {
-	cfg     *config.Config
-	file    string            // the config file read, or ""
+	cfg *config.Config
+	// file is the config file of highest precedence read, or "".
+	file string
+	// files are every config file read, in precedence order.
+	files   []*configFile
 	sources map[string]string // key -> default | file PATH | env NAME | flag --NAME
 }
 
@@ -57,7 +62,7 @@ func warnUnknownEnv(cmd *cobra.Command) {
 }
 
 // loadConfig reads the effective configuration for cmd: defaults, then the
-// config file, then DSH_* environment variables, then flags bound with
+// config files, then DSH_* environment variables, then flags bound with
 // bindConfigFlag. Every problem is reported at once.
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	l, err := load(cmd)
@@ -72,47 +77,59 @@ func load(cmd *cobra.Command) (*loaded, error) {
 	if err != nil {
 		return nil, &configError{err}
 	}
+	announceFiles(cmd, l.files)
 	return l, nil
 }
 
-func loadRaw(cmd *cobra.Command) (*loaded, error) {
+// announcedRoots are the command trees that have said which config files
+// they read: once per command line.
+var announcedRoots sync.Map
+
+// announceFiles says on stderr which config files cmd found and read,
+// one line each, with their kind: nothing when there are none, and
+// nothing for a file the command line names (--config), which says it.
+func announceFiles(cmd *cobra.Command, files []*configFile) {
+	if len(files) == 0 || files[0].Kind == kindFlag {
+		return
+	}
+	if _, done := announcedRoots.LoadOrStore(cmd.Root(), true); done {
+		return
+	}
+	for _, f := range files {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dsh: config: %s (%s)\n", f.Path, f.describe())
+	}
+}
+
+// newViper returns a viper holding every key's default.
+func newViper() (*viper.Viper, error) {
 	v := viper.New()
-	def := config.Default()
-	keys := config.Keys()
+	v.SetConfigType("yaml")
 	defMap := map[string]any{}
-	if err := decodeToMap(def, &defMap); err != nil {
+	if err := decodeToMap(config.Default(), &defMap); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
+	for _, k := range config.Keys() {
 		v.SetDefault(k, lookup(defMap, k))
 	}
+	return v, nil
+}
 
-	warnUnknownEnv(cmd)
-	file, err := configFile(cmd)
+func loadRaw(cmd *cobra.Command) (*loaded, error) {
+	v, err := newViper()
 	if err != nil {
 		return nil, err
 	}
-	if file != "" {
-		if abs, err := filepath.Abs(file); err == nil {
-			file = abs
-		}
+	keys := config.Keys()
+
+	warnUnknownEnv(cmd)
+	files, err := configFiles(cmd)
+	if err != nil {
+		return nil, err
 	}
-	var problems config.Errors
-	if file != "" {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("reading config file: %w", err)
-		}
-		var raw map[string]any
-		if err := yaml.Unmarshal(data, &raw); err != nil {
-			return nil, fmt.Errorf("config file %s is not valid YAML: %w", file, err)
-		}
-		problems = append(problems, config.CheckKeys(raw)...)
-		v.SetConfigType("yaml")
-		if err := v.ReadConfig(strings.NewReader(string(data))); err != nil {
-			return nil, fmt.Errorf("config file %s: %w", file, err)
-		}
+	if err := readFiles(files); err != nil {
+		return nil, err
 	}
+	problems := mergeFiles(v, files)
 
 	v.SetEnvPrefix("DSH")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
@@ -139,10 +156,17 @@ func loadRaw(cmd *cobra.Command) (*loaded, error) {
 		}
 	}
 	if len(problems) > 0 {
-		if file != "" {
-			return nil, fmt.Errorf("%s: %w", file, problems)
+		if len(files) > 0 {
+			paths := make([]string, len(files))
+			for i, f := range files {
+				paths[i] = f.Path
+			}
+			return nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), problems)
 		}
 		return nil, problems
+	}
+	if err := checkTrust(files); err != nil {
+		return nil, err
 	}
 
 	sources := make(map[string]string, len(keys))
@@ -152,47 +176,65 @@ func loadRaw(cmd *cobra.Command) (*loaded, error) {
 			sources[k] = "flag --" + flagKeys[k].Name
 		case os.Getenv(envName(k)) != "":
 			sources[k] = "env " + envName(k)
-		case file != "" && v.InConfig(k):
-			sources[k] = "file " + file
 		default:
 			sources[k] = "default"
+			for _, f := range files {
+				if slices.Contains(f.keys, k) {
+					sources[k] = "file " + f.Path
+				}
+			}
 		}
 	}
-	return &loaded{cfg: &cfg, file: file, sources: sources}, nil
+	l := &loaded{cfg: &cfg, files: files, sources: sources}
+	if len(files) > 0 {
+		l.file = files[len(files)-1].Path
+	}
+	return l, nil
 }
 
-// configFile picks the configuration file: --config, else ./dsh.yaml, else
-// $XDG_CONFIG_HOME/dsh/config.yaml (default ~/.config). "" means none.
-func configFile(cmd *cobra.Command) (string, error) {
+// configFiles finds the configuration files cmd reads, in precedence
+// order: --config FILE alone, else $DSH_CONFIG alone, else the user's
+// $XDG_CONFIG_HOME/dsh/config.yaml (~/.config/dsh/config.yaml) and then
+// the project file ./dsh.yaml, each if it exists. The user's file and
+// the one named by --config or $DSH_CONFIG are trusted; the project file
+// is one a world could have written (the current directory is the
+// default workspace), so it may only narrow unless the user trusts it
+// (checkTrust).
+func configFiles(cmd *cobra.Command) ([]*configFile, error) {
 	if f := cmd.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
 		p := f.Value.String()
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("--config %s: %w", p, err)
+			return nil, fmt.Errorf("--config %s: %w", p, err)
 		}
-		return p, nil
+		return []*configFile{{Path: absPath(p), Kind: kindFlag}}, nil
 	}
 	if p := os.Getenv("DSH_CONFIG"); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("DSH_CONFIG=%s: %w", p, err)
+			return nil, fmt.Errorf("DSH_CONFIG=%s: %w", p, err)
 		}
-		return p, nil
+		return []*configFile{{Path: absPath(p), Kind: kindEnv}}, nil
 	}
-	if _, err := os.Stat("dsh.yaml"); err == nil {
-		return "dsh.yaml", nil
+	files, err := userConfigFile()
+	if err != nil {
+		return nil, err
 	}
-	dir := os.Getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", nil
-		}
-		dir = filepath.Join(home, ".config")
+	if _, err := os.Stat(projectFileName); err == nil {
+		files = append(files, &configFile{Path: absPath(projectFileName), Kind: kindProject})
 	}
-	p := filepath.Join(dir, "dsh", "config.yaml")
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
+	return files, nil
+}
+
+// userConfigFile is the user's own config file, if it exists.
+func userConfigFile() ([]*configFile, error) {
+	dir, err := trust.Dir()
+	if err != nil {
+		return nil, nil
 	}
-	return "", nil
+	p := filepath.Join(dir, "config.yaml")
+	if _, err := os.Stat(p); err != nil {
+		return nil, nil
+	}
+	return []*configFile{{Path: p, Kind: kindUser}}, nil
 }
 
 // decodeToMap turns a config struct into nested maps keyed like the file.

@@ -226,8 +226,8 @@ func policySource(info *policyInfo, l *loaded) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		switch src := l.sources[k]; {
-		case src == "file" || strings.HasPrefix(src, "file "):
-			info.Source, info.File = "config", absPath(l.file)
+		case strings.HasPrefix(src, "file "):
+			info.Source, info.File = "config", strings.TrimPrefix(src, "file ")
 		case strings.HasPrefix(src, "env "):
 			info.Source = "config"
 			info.Env = append(info.Env, strings.TrimPrefix(src, "env "))

@@ -30,6 +30,7 @@ causes can escape it.`,
 	root.AddCommand(
 		newVersionCmd(),
 		newConfigCmd(),
+		newTrustCmd(),
 		newDoctorCmd(),
 		newPolicyCmd(),
 		newProxyCmd(),
@@ -53,7 +54,8 @@ func newExitCodesTopic() *cobra.Command {
        fetch or search error (dsh fetch, dsh search), not ready (dsh doctor),
        the proxy failing while serving
   2    usage or configuration error: an unknown command, flag or argument
-       (with a suggestion where one is close), an invalid config file
+       (with a suggestion where one is close), an invalid config file, an
+       untrusted project config file that widens confinement (dsh trust)
 
 dsh run passes the command's own status through, so dsh's failures use
 statuses a command rarely does, as docker run's:
@@ -72,7 +74,7 @@ on stderr:
   {"error":{"code":"CONFIG_INVALID","message":"...",
             "problems":[{"key":"sandbox.limts","message":"..."}]}}
 
-code is USAGE, CONFIG_INVALID, DSH_FAILED, NOT_FOUND, NOT_EXECUTABLE,
+code is USAGE, CONFIG_INVALID, CONFIG_UNTRUSTED, DSH_FAILED, NOT_FOUND, NOT_EXECUTABLE,
 INTERRUPTED, FAILED, or a typed code such as NET_DENIED (dsh fetch);
 problems lists every problem found, with its configuration key when it
 has one (empty otherwise), and is [] when there is no list.`,
