@@ -135,6 +135,9 @@ func openWorld(ctx context.Context, p *worldPlan, warn io.Writer) (*execworld.Wo
 		return nil, err
 	}
 	reapOnce(ctx, backend, warn)
+	if err := hideConfigDir(p.spec); err != nil {
+		return nil, err
+	}
 	return execworld.Open(ctx, backend, &execworld.Options{Spec: p.spec, Egress: p.egress, Audit: p.audit})
 }
 

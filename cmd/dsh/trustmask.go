@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dsh-dev/dsh/internal/trust"
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// hideConfigDir masks dsh's own configuration directory
+// ($XDG_CONFIG_HOME/dsh: the trust store and the user's config, both
+// trusted) in the world of spec, so no world can read or write them even
+// where they lie inside its workspace (a workspace holding
+// $XDG_CONFIG_HOME, or the home itself with --workspace-home). Drivers
+// skip masks of paths that do not exist, so the directory is created
+// (0700) first; when it cannot be and it lies in the workspace, the world
+// is not opened.
+func hideConfigDir(spec *sandbox.Spec) error {
+	dir, err := trust.Dir()
+	if err != nil {
+		return nil // no home and no XDG_CONFIG_HOME: there is no such directory to protect
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil && inside(dir, spec.Workspace) {
+		return fmt.Errorf("dsh's config directory %s is inside the workspace %s and cannot be created to hide it from the world: %w; create it, or set XDG_CONFIG_HOME outside the workspace", dir, spec.Workspace, err)
+	}
+	spec.Masks = append(spec.Masks, dir)
+	return nil
+}
+
+// inside reports whether p is dir or below it.
+func inside(p, dir string) bool {
+	p, dir = filepath.Clean(p), filepath.Clean(dir)
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
