@@ -85,7 +85,7 @@ func trustFile(cmd *cobra.Command, file string, asJSON bool) error {
 	f := &configFile{Path: absPath(file), Kind: kindProject}
 	data, err := os.ReadFile(f.Path)
 	if err != nil {
-		return exitf(2, "dsh trust: %v; name an existing config file (default ./%s)", err, projectFileName)
+		return exitf(2, "%v; name an existing config file (default ./%s)", err, projectFileName)
 	}
 	f.data = data
 	widens, err := wideningsOf(f)
