@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
@@ -17,17 +18,25 @@ import (
 // with --workspace-home it is ~/.config): a world that could write
 // trusted.json or config.yaml would widen its next run.
 func TestWorldCannotWriteTheTrustStore(t *testing.T) {
-	bin := staticDsh(t)
-	for _, driver := range []string{"native", "docker"} {
-		t.Run(driver, func(t *testing.T) {
-			if driver == "docker" {
+	for _, leg := range []string{"native", "native-unprivileged", "docker"} {
+		t.Run(leg, func(t *testing.T) {
+			bin := staticDsh(t)
+			driver, args := leg, []string{}
+			var cred *syscall.Credential
+			switch leg {
+			case "docker":
 				testenv.RequireDocker(t)
+			case "native-unprivileged":
+				// nobody, with no cgroup to write (--no-limits), from a
+				// directory every user can reach.
+				testenv.RequireRoot(t)
+				testenv.RequireUserNS(t)
+				driver, args = "native", []string{"--no-limits"}
+				cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+				bin = publicCopy(t, bin)
 			}
 			for _, exists := range []bool{true, false} {
-				ws := t.TempDir()
-				if err := os.Chmod(ws, 0o777); err != nil {
-					t.Fatal(err)
-				}
+				ws := publicDir(t)
 				cfg := filepath.Join(ws, ".config")
 				dir := filepath.Join(cfg, "dsh")
 				store := filepath.Join(dir, "trusted.json")
@@ -39,6 +48,11 @@ func TestWorldCannotWriteTheTrustStore(t *testing.T) {
 					if err := os.WriteFile(store, []byte(want), 0o666); err != nil {
 						t.Fatal(err)
 					}
+					// World-writable, so that only the mask keeps any
+					// identity out.
+					os.Chmod(cfg, 0o777)
+					os.Chmod(dir, 0o777)
+					os.Chmod(store, 0o666)
 				}
 				// The world tries everything a writer would: write in place,
 				// replace, create the directory.
@@ -47,9 +61,13 @@ mkdir -p .config/dsh 2>/dev/null
 echo '{"version":1,"files":[{"path":"x","sha256":"y"}]}' > .config/dsh/trusted.json 2>/dev/null && echo WROTE
 echo 'sandbox: {limits: {off: true}}' > .config/dsh/config.yaml 2>/dev/null && echo WROTE-CONFIG
 true`
-				cmd := exec.Command(bin, "run", "--driver", driver, "--", "sh", "-c", script)
+				cmd := exec.Command(bin, append(append([]string{"run", "--driver", driver}, args...), "--", "sh", "-c", script)...)
 				cmd.Dir = ws
 				cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg)
+				if cred != nil {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+					cmd.Env = append(cmd.Env, "HOME="+publicDir(t), "TMPDIR="+publicDir(t))
+				}
 				var out, errOut bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &errOut
 				if err := cmd.Run(); err != nil {
@@ -57,22 +75,55 @@ true`
 					if !errors.As(err, &ee) {
 						t.Fatal(err)
 					}
-					t.Fatalf("dsh run --driver %s: %v\nstdout: %s\nstderr: %s", driver, err, out.String(), errOut.String())
+					t.Fatalf("dsh run (%s): %v\nstdout: %s\nstderr: %s", leg, err, out.String(), errOut.String())
 				}
 				if bytes.Contains(out.Bytes(), []byte("READ")) || bytes.Contains(out.Bytes(), []byte("WROTE")) {
-					t.Errorf("store existing=%v: a %s world read or wrote dsh's config directory:\n%s", exists, driver, out.String())
+					t.Errorf("store existing=%v: a %s world read or wrote dsh's config directory:\n%s", exists, leg, out.String())
 				}
 				got, err := os.ReadFile(store)
 				switch {
 				case exists && string(got) != want:
 					t.Errorf("store existing=%v: trusted.json is now %q (err %v), want it untouched", exists, got, err)
 				case !exists && err == nil:
-					t.Errorf("store existing=%v: a %s world created trusted.json: %q", exists, driver, got)
+					t.Errorf("store existing=%v: a %s world created trusted.json: %q", exists, leg, got)
 				}
 				if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
-					t.Errorf("store existing=%v: a %s world created the user's config.yaml", exists, driver)
+					t.Errorf("store existing=%v: a %s world created the user's config.yaml", exists, leg)
 				}
 			}
 		})
 	}
+}
+
+// publicDir is a temporary directory every user may write (t.TempDir's
+// parents are private to root).
+func publicDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "dsh-trust-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// publicCopy is a copy of the binary bin every user may run.
+func publicCopy(t *testing.T, bin string) string {
+	t.Helper()
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := publicDir(t)
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(d, "dsh")
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
