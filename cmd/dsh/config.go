@@ -119,8 +119,9 @@ With --json it prints {"valid":true,"file":PATH} or the error envelope
 			}
 			if l.file == "" {
 				fmt.Fprintln(out, "no config file; the configuration (defaults and DSH_* variables) is valid")
-			} else {
-				fmt.Fprintf(out, "%s: valid\n", l.file)
+			}
+			for _, f := range l.files {
+				fmt.Fprintf(out, "%s: valid (%s)\n", f.Path, f.describe())
 			}
 			return nil
 		},
