@@ -39,7 +39,7 @@ var (
 	// OnlyFalse keys (a switch that lifts confinement) may only be false.
 	OnlyFalse = Class{"only-false", "an untrusted project file may only set false", onlyFalse}
 	// OnlyDeny keys (a policy default) may only be "deny".
-	OnlyDeny = Class{"only-deny", `an untrusted project file may only set "deny"`, onlyDeny}
+	OnlyDeny = Ranked("deny", "public")
 	// Fewer keys (a list of what is allowed) may only lose entries.
 	Fewer = Class{"fewer", "an untrusted project file may only remove entries, never add them", fewer}
 	// More keys (a list of what is refused or hidden) may only gain entries.
@@ -48,6 +48,25 @@ var (
 	// port) may only lose entries and never become empty.
 	FewerPorts = Class{"fewer-ports", "an untrusted project file may only remove ports (an empty list is every port)", fewerPorts}
 )
+
+// Ranked is the class of a key whose values are ordered from the
+// strictest to the widest (deny, public; ro, overlay, rw): an untrusted
+// file may only pick a value at least as strict as the current one. A
+// value not in order narrows nothing.
+func Ranked(order ...string) Class {
+	rank := func(v any) int {
+		s, _ := v.(string)
+		return slices.Index(order, s)
+	}
+	return Class{
+		Name: "ranked:" + strings.Join(order, "<"),
+		Rule: fmt.Sprintf("an untrusted project file may only pick a value at least as strict, from strictest to widest: %s", strings.Join(order, ", ")),
+		narrows: func(before, after any) bool {
+			b, a := rank(before), rank(after)
+			return a >= 0 && b >= 0 && a <= b
+		},
+	}
+}
 
 // trustTable classes every configuration key, one row per key. A key
 // with no row is Widening. Adding a key to Config means adding its row
@@ -243,8 +262,6 @@ func number(v any) (float64, bool) {
 }
 
 func onlyFalse(_, after any) bool { return after == false }
-
-func onlyDeny(_, after any) bool { return after == "deny" }
 
 // fewer reports whether every entry of after is one of before.
 func fewer(before, after any) bool {
