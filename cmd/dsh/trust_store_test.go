@@ -127,3 +127,25 @@ func publicCopy(t *testing.T, bin string) string {
 	}
 	return p
 }
+
+// A workspace inside dsh's config directory is refused: the world would
+// write beside the trust store.
+func TestRunRefusesAWorkspaceInTheConfigDir(t *testing.T) {
+	bin := staticDsh(t)
+	cfg := t.TempDir()
+	ws := filepath.Join(cfg, "dsh", "proj")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--", "touch", "../trusted.json")
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || !bytes.Contains(out, []byte("is inside dsh's config directory")) {
+		t.Errorf("dsh run in %s = %v, %s; want 125 naming the config directory", ws, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(cfg, "dsh", "trusted.json")); err == nil {
+		t.Error("the world created trusted.json")
+	}
+}
