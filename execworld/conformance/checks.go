@@ -61,6 +61,7 @@ var checks = []check{
 	{"CommandProxyEnvFollowsTheRule", false, checkCommandProxyEnv},
 	{"LongLivedServerConn", false, checkLongLivedServer},
 	{"BindMountOptionsHonoured", true, checkBindMountOptions},
+	{"WorkspaceOwnerKept", false, checkWorkspaceOwnerKept},
 }
 
 // The workspace is mounted read-write at the same path.
