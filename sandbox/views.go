@@ -19,6 +19,11 @@ const (
 	RootMinimal = "minimal"
 )
 
+// NoDNSResolvConf is the resolver configuration of a world whose driver
+// writes one: no nameserver, so a lookup fails at once; names are
+// resolved only by the egress proxy (HTTP_PROXY).
+const NoDNSResolvConf = "# dsh: this world has no DNS; names are resolved only by the egress proxy (HTTP_PROXY).\noptions attempts:1 timeout:1\n"
+
 // reservedTargets are where no Spec mount may go: the world's kernel
 // interfaces (a bind over /proc or /sys would replace the world's own
 // view of the kernel with a host one, a bind over /dev the host's

@@ -135,6 +135,7 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 		Trace:       os.Getenv("DSH_NATIVE_TRACE") == "1",
 		UnixSockets: spec.UnixSockets,
 	}
+	applyRoot(p.cfg, spec)
 	return p, nil
 }
 

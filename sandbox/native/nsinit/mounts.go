@@ -34,12 +34,19 @@ func buildRoot(c *Config) error {
 		return fmt.Errorf("making / private: %w", err)
 	}
 	root := c.Root
-	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	if c.RootView != nil {
+		if err := mountMinimalRoot(root, c.RootView); err != nil {
+			return err
+		}
+	} else if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("binding the host root: %w", err)
 	}
 	// One call makes every submount read-only, nosuid and nodev; the
 	// older MS_REMOUNT route would have to walk mountinfo.
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if c.RootView != nil {
+		attr = &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV} // read-only at sealRoot
+	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, root, unix.AT_RECURSIVE, attr); err != nil {
 		if errors.Is(err, unix.ENOSYS) {
 			return unavailable("make the root read-only (mount_setattr)", err, "the native driver needs Linux 5.12 or newer; use --driver docker")
@@ -50,6 +57,9 @@ func buildRoot(c *Config) error {
 	// Spec mounts (tmpfs /tmp, …) come before the workspace, which may
 	// live below one of them (a workspace in /tmp is common).
 	for _, m := range c.Mounts {
+		if err := specMountPoint(c, m); err != nil {
+			return err
+		}
 		if err := specMount(root, m); err != nil {
 			return err
 		}
@@ -103,6 +113,9 @@ func buildRoot(c *Config) error {
 		return err
 	}
 	if err := mountDev(root); err != nil {
+		return err
+	}
+	if err := sealRoot(c); err != nil {
 		return err
 	}
 	return pivot(root)
