@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,9 +41,6 @@ type containerPlan struct {
 	EgressDir  string   // host directory holding the egress socket; "" for none
 	Labels     map[string]string
 	Home       string // invoking user's home, for "~" in masks
-	// WorkspaceSource is the host path bound at the workspace when it is
-	// not the workspace itself (an idmapped mount of it, owner.go).
-	WorkspaceSource string
 }
 
 // containerConfig turns a Spec and a plan into the Engine API's container
@@ -116,7 +112,7 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 	}
 	host.Mounts = append(host.Mounts,
 		mount.Mount{Type: mount.TypeBind, Source: p.InitPath, Target: initMountPath, ReadOnly: true},
-		mount.Mount{Type: mount.TypeBind, Source: cmp.Or(p.WorkspaceSource, spec.Workspace), Target: spec.Workspace},
+		mount.Mount{Type: mount.TypeBind, Source: spec.Workspace, Target: spec.Workspace},
 	)
 	if p.EgressDir != "" {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.EgressDir, Target: egressMountPath, ReadOnly: true})

@@ -172,12 +172,6 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		Labels:     labels,
 	}
 	plan.Home, _ = os.UserHomeDir()
-	if wid.idmap {
-		if w.mapped, err = idmappedWorkspace(w.id, spec.Workspace); err != nil {
-			return nil, err
-		}
-		plan.WorkspaceSource = w.mapped
-	}
 	if spec.Egress {
 		if err := w.openEgress(); err != nil {
 			return nil, err
@@ -193,6 +187,11 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		return nil, err
 	}
 	host.GroupAdd = wid.groups
+	if wid.idmap {
+		if err := w.mapSources(spec, host); err != nil {
+			return nil, err
+		}
+	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, plan.Name)
 	if err != nil {
 		return nil, fmt.Errorf("docker: creating the world container: %w", err)
@@ -208,7 +207,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return nil, fmt.Errorf("docker: starting the world container: %w", err)
 	}
-	// The container's bind of the idmapped workspace is its own now.
+	// The container's binds of idmapped sources are its own now.
 	if err := w.detachMapped(); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,9 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
@@ -77,36 +80,71 @@ func worldIdentity(spec *sandbox.Spec) (worldID, error) {
 	return worldID{user: fmt.Sprintf("%d:%d", MappedUID, MappedUID+st.Gid), idmap: true}, nil
 }
 
-// idmappedWorkspace mounts the workspace, idmapped (on-disk id k shows
-// as MappedUID+k), nosuid and nodev, on a new directory in the host's
-// temporary directory, and returns that directory for the daemon to
-// bind. The caller calls detachMapped once the container runs (its own
-// bind keeps the mount) or when opening fails: the directory is never
-// removed with what is below it.
-func idmappedWorkspace(id, ws string) (dir string, err error) {
+// mapSources makes the host side of a MappedUID world's binds: the
+// workspace and every bind of the Spec become idmapped mounts (on-disk
+// id k shows as MappedUID+k), nosuid and nodev, each on a new directory
+// in the host's temporary directory, which the daemon binds instead of
+// the source. So the world sees every bind as a native world of the
+// workspace's owner does. Once the container runs, detachMapped detaches
+// them from the host (the container's binds keep them); a directory is
+// never removed with what is below it.
+func (w *world) mapSources(spec *sandbox.Spec, host *container.HostConfig) error {
+	sources := map[string]bool{spec.Workspace: true}
+	for _, m := range spec.Mounts {
+		if sandbox.IsBind(m) {
+			sources[m.Source] = true
+		}
+	}
 	ns, err := mappingNS(MappedUID, idmapSize)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer unix.Close(ns)
-	fd, err := unix.OpenTree(unix.AT_FDCWD, ws, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	for i, m := range host.Mounts {
+		if m.Type != mount.TypeBind || !sources[m.Source] {
+			continue
+		}
+		dir, err := idmapped(w.id, m.Source, ns)
+		if err != nil {
+			return err
+		}
+		w.mapped = append(w.mapped, dir)
+		host.Mounts[i].Source = dir
+	}
+	return nil
+}
+
+// idmapped attaches an idmapped copy of the mounts at path, through the
+// user namespace ns, on a new directory, and returns the directory.
+func idmapped(id, path string, ns int) (dir string, err error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
-		return "", fmt.Errorf("docker: cloning the workspace %s for an idmapped mount: %w", ws, err)
+		return "", fmt.Errorf("docker: cloning %s for an idmapped mount: %w", path, err)
 	}
 	defer unix.Close(fd)
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Userns_fd: uint64(ns)}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
-		return "", &idmapError{ws: ws, err: err}
+		return "", &idmapError{path: path, err: err}
 	}
 	// The time in the name tells Reap how old it is: a mount point's own
 	// times are hidden under the mount.
-	dir, err = os.MkdirTemp("", fmt.Sprintf("%s%s-%d-", mappedPrefix, id, time.Now().Unix()))
+	name := fmt.Sprintf("%s%s-%d-", mappedPrefix, id, time.Now().Unix())
+	if fi, serr := os.Stat(path); serr == nil && !fi.IsDir() {
+		// A file is mounted on a file.
+		var f *os.File
+		if f, err = os.CreateTemp("", name); err == nil {
+			dir = f.Name()
+			f.Close()
+		}
+	} else {
+		dir, err = os.MkdirTemp("", name)
+	}
 	if err != nil {
-		return "", fmt.Errorf("docker: making the mount point of the idmapped workspace: %w", err)
+		return "", fmt.Errorf("docker: making the mount point of an idmapped mount: %w", err)
 	}
 	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		os.Remove(dir)
-		return "", fmt.Errorf("docker: attaching the idmapped workspace at %s: %w", dir, err)
+		return "", fmt.Errorf("docker: attaching the idmapped copy of %s at %s: %w", path, dir, err)
 	}
 	return dir, nil
 }
@@ -115,12 +153,12 @@ func idmappedWorkspace(id, ws string) (dir string, err error) {
 // host's temporary directory; Reap detaches what a crashed dsh left.
 const mappedPrefix = "dsh-wsmap-"
 
-// detachMapped detaches the idmapped workspace from dir and removes the
+// detachMapped detaches the idmapped mount from dir and removes the
 // then empty directory. It never removes anything below dir: if the
 // mount cannot be detached, the directory (the workspace!) stays.
 func detachMapped(dir string) error {
 	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("docker: detaching the idmapped workspace at %s: %w", dir, err)
+		return fmt.Errorf("docker: detaching the idmapped mount at %s: %w", dir, err)
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("docker: removing the mount point %s: %w", dir, err)
@@ -140,7 +178,7 @@ func reapMapped(dir string, live map[string]bool, cutoff time.Time) error {
 	var errs []error
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), mappedPrefix)
-		if !ok || !e.IsDir() {
+		if !ok {
 			continue
 		}
 		id, rest, _ := strings.Cut(rest, "-")
@@ -156,14 +194,14 @@ func reapMapped(dir string, live map[string]bool, cutoff time.Time) error {
 	return errors.Join(errs...)
 }
 
-// idmapError is a workspace the kernel would not idmap.
+// idmapError is a workspace or bind source the kernel would not idmap.
 type idmapError struct {
-	ws  string
-	err error
+	path string
+	err  error
 }
 
 func (e *idmapError) Error() string {
-	return fmt.Sprintf("docker: the workspace %s belongs to root, and a docker world never runs as the host's root; dsh shows it to the world's unprivileged id through an idmapped mount, which the kernel refused (%v): it needs Linux 5.12 or newer and a file system that supports idmapping (ext4, xfs, btrfs; tmpfs from 6.3); move the workspace to such a file system, chown it to a user, or pass --user UID:GID of a user who may write it", e.ws, e.err)
+	return fmt.Sprintf("docker: the workspace belongs to root, and a docker world never runs as the host's root; dsh shows the workspace and every bind (here %s) to the world's unprivileged id through idmapped mounts, which the kernel refused (%v): they need Linux 5.12 or newer and a file system that supports idmapping (ext4, xfs, btrfs; tmpfs from 6.3); move the workspace or the bind source to such a file system, chown the workspace to a user, or pass --user UID:GID of a user who may write it", e.path, e.err)
 }
 
 func (e *idmapError) Unwrap() error { return e.err }
@@ -205,17 +243,17 @@ func mappingNS(base, size int) (int, error) {
 	return fd, nil
 }
 
-// detachMapped detaches the world's idmapped workspace from the host, if
-// it has one there.
+// detachMapped detaches the world's idmapped binds from the host, if it
+// has any there.
 func (w *world) detachMapped() error {
-	if w.mapped == "" {
-		return nil
+	var errs []error
+	for _, dir := range w.mapped {
+		if err := detachMapped(dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if err := detachMapped(w.mapped); err != nil {
-		return err
-	}
-	w.mapped = ""
-	return nil
+	w.mapped = nil
+	return errors.Join(errs...)
 }
 
 // specUser is the Spec's User as the Engine API takes it: "uid:gid"

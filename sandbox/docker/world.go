@@ -34,7 +34,7 @@ type world struct {
 	tmpDir      string            // the world's host files (resolv.conf, egress socket)
 	egressDir   string            // host directory of the egress socket, mounted at /.dsh/egress
 	resolvConf  string            // host path of the world's resolv.conf
-	mapped      string            // mount point of the idmapped workspace until the container runs (owner.go)
+	mapped      []string          // mount points of idmapped binds until the container runs (owner.go)
 	listener    *net.UnixListener // where the init's broker connection arrives, until it has
 	broker      *net.UnixConn     // the init's egress broker connection
 	serveDone   chan struct{}     // closed when the broker has stopped

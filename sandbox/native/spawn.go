@@ -384,6 +384,12 @@ func (s *starting) makeTrees() error {
 	if err != nil {
 		return err
 	}
+	binds, err := bindTrees(s.l.cmd.Process.Pid, s.cfg.Mounts)
+	if err != nil {
+		closeFDs(trees)
+		return err
+	}
+	trees = append(trees, binds...)
 	s.trees = trees
 	s.transient.push(func() { closeFDs(trees) })
 	return nil

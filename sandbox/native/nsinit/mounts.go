@@ -56,11 +56,11 @@ func buildRoot(c *Config) error {
 
 	// Spec mounts (tmpfs /tmp, …) come before the workspace, which may
 	// live below one of them (a workspace in /tmp is common).
-	for _, m := range c.Mounts {
-		if err := specMountPoint(c, m); err != nil {
+	for i, m := range c.Mounts {
+		if err := specMountPoint(c, m, c.bindTree(i)); err != nil {
 			return err
 		}
-		if err := specMount(root, m); err != nil {
+		if err := specMount(root, m, c.bindTree(i)); err != nil {
 			return err
 		}
 	}
@@ -165,8 +165,10 @@ func bindReadonly(src, target string) error {
 	return unix.MountSetattr(unix.AT_FDCWD, target, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC})
 }
 
-// specMount adds one Spec mount (tmpfs or bind) under root.
-func specMount(root string, m specs.Mount) error {
+// specMount adds one Spec mount (tmpfs or bind) under root. A bind
+// attaches tree, the detached mount of its source a root dsh made, or
+// with tree < 0 binds the source by its path.
+func specMount(root string, m specs.Mount, tree int) error {
 	target := filepath.Join(root, m.Destination)
 	opts, err := sandbox.ParseMountOptions(m.Options) // checked by sandbox.Validate
 	if err != nil {
@@ -178,11 +180,14 @@ func specMount(root string, m specs.Mount) error {
 			return fmt.Errorf("mounting tmpfs on %s: %w", m.Destination, err)
 		}
 	default:
-		src, err := filepath.EvalSymlinks(m.Source)
-		if err != nil {
+		if tree >= 0 {
+			if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("attaching %s on %s: %w", m.Source, m.Destination, err)
+			}
+			unix.Close(tree)
+		} else if src, err := filepath.EvalSymlinks(m.Source); err != nil {
 			return fmt.Errorf("bind source for %s: %w", m.Destination, err)
-		}
-		if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		} else if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("binding %s on %s: %w", src, m.Destination, err)
 		}
 		// Binds are always nosuid and nodev: a host file in a world

@@ -8,6 +8,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // RootView is a minimal root (Spec.Root minimal), as the driver decided
@@ -113,7 +115,8 @@ func makeMountPoint(target string, dir bool) error {
 // exist, where that writes nothing of the host: on the minimal root's
 // tmpfs or below a tmpfs of the Spec, never below a bind of a host
 // directory. On the host's read-only root it says what to do instead.
-func specMountPoint(c *Config, m specs.Mount) error {
+// tree is the detached mount of a bind's source, or -1.
+func specMountPoint(c *Config, m specs.Mount, tree int) error {
 	target := filepath.Join(c.Root, m.Destination)
 	if _, err := os.Lstat(target); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -132,14 +135,51 @@ func specMountPoint(c *Config, m specs.Mount) error {
 	}
 	dir := true
 	if m.Type != "tmpfs" {
-		fi, err := os.Stat(m.Source)
+		var st unix.Stat_t
+		var err error
+		if tree >= 0 {
+			err = unix.Fstat(tree, &st)
+		} else {
+			err = unix.Stat(m.Source, &st)
+		}
 		if err != nil {
 			return fmt.Errorf("bind source for %s: %w", m.Destination, err)
 		}
-		dir = fi.IsDir()
+		dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
 	}
 	if err := makeMountPoint(target, dir); err != nil {
 		return fmt.Errorf("mount %s: making its mount point: %w", m.Destination, err)
 	}
 	return nil
+}
+
+// bindTree returns the detached mount a root dsh made of the source of
+// c.Mounts[i], a bind, or -1: the trees are the workspace's, the allowed
+// home locations', then one per bind of c.Mounts in order.
+func (c *Config) bindTree(i int) int {
+	if !c.Trees || !sandbox.IsBind(c.Mounts[i]) {
+		return -1
+	}
+	n := 1 + len(c.Allow)
+	for _, m := range c.Mounts[:i] {
+		if sandbox.IsBind(m) {
+			n++
+		}
+	}
+	if n >= len(c.trees) {
+		return -1
+	}
+	return c.trees[n]
+}
+
+// wantTrees is how many detached mounts a root dsh sends: the
+// workspace's, one per allowed home location and one per bind.
+func (c *Config) wantTrees() int {
+	n := 1 + len(c.Allow)
+	for _, m := range c.Mounts {
+		if sandbox.IsBind(m) {
+			n++
+		}
+	}
+	return n
 }
