@@ -62,6 +62,7 @@ var checks = []check{
 	{"LongLivedServerConn", false, checkLongLivedServer},
 	{"BindMountOptionsHonoured", true, checkBindMountOptions},
 	{"WorkspaceOwnerKept", false, checkWorkspaceOwnerKept},
+	{"MinimalRootShowsNoHostFiles", true, checkMinimalRoot},
 }
 
 // The workspace is mounted read-write at the same path.
