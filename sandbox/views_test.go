@@ -95,7 +95,9 @@ func TestValidateViews(t *testing.T) {
 		{func(s *Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: "/dev/shm"})
 		}, "Spec.Mounts[1]"},
-		{func(s *Spec) { s.Mounts = append(s.Mounts, specs.Mount{Type: "bind", Source: ws, Destination: "/proc/sys"}) }, "Spec.Mounts[1]"},
+		{func(s *Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Type: "bind", Source: ws, Destination: "/proc/sys"})
+		}, "Spec.Mounts[1]"},
 	} {
 		s := DefaultSpec(ws)
 		tc.mutate(s)

@@ -83,8 +83,7 @@ func worldIdentity(spec *sandbox.Spec) (worldID, error) {
 // mapSources makes the host side of a MappedUID world's binds: the
 // workspace and every bind of the Spec become idmapped mounts (on-disk
 // id k shows as MappedUID+k), nosuid and nodev, each on a new directory
-// in the host's temporary directory, which the daemon binds instead of
-// the source. So the world sees every bind as a native world of the
+// in MappedDir, which the daemon binds instead of the source. So the world sees every bind as a native world of the
 // workspace's owner does. Once the container runs, detachMapped detaches
 // them from the host (the container's binds keep them); a directory is
 // never removed with what is below it.
@@ -129,15 +128,18 @@ func idmapped(id, path string, ns int) (dir string, err error) {
 	// The time in the name tells Reap how old it is: a mount point's own
 	// times are hidden under the mount.
 	name := fmt.Sprintf("%s%s-%d-", mappedPrefix, id, time.Now().Unix())
+	if err := os.MkdirAll(MappedDir, 0o700); err != nil {
+		return "", fmt.Errorf("docker: making %s for idmapped mounts: %w", MappedDir, err)
+	}
 	if fi, serr := os.Stat(path); serr == nil && !fi.IsDir() {
 		// A file is mounted on a file.
 		var f *os.File
-		if f, err = os.CreateTemp("", name); err == nil {
+		if f, err = os.CreateTemp(MappedDir, name); err == nil {
 			dir = f.Name()
 			f.Close()
 		}
 	} else {
-		dir, err = os.MkdirTemp("", name)
+		dir, err = os.MkdirTemp(MappedDir, name)
 	}
 	if err != nil {
 		return "", fmt.Errorf("docker: making the mount point of an idmapped mount: %w", err)
@@ -149,9 +151,14 @@ func idmapped(id, path string, ns int) (dir string, err error) {
 	return dir, nil
 }
 
-// mappedPrefix names the mount points of idmapped workspaces in the
-// host's temporary directory; Reap detaches what a crashed dsh left.
-const mappedPrefix = "dsh-wsmap-"
+// MappedDir holds the mount points of idmapped binds while a world's
+// container is made: root's own directory in /run, which no cleaner of
+// temporary files sweeps (one that walked into a mount would delete the
+// workspace's files). Reap detaches what a crashed dsh left there.
+const MappedDir = "/run/dsh-docker"
+
+// mappedPrefix names the mount points in MappedDir.
+const mappedPrefix = "map-"
 
 // detachMapped detaches the idmapped mount from dir and removes the
 // then empty directory. It never removes anything below dir: if the

@@ -1,12 +1,16 @@
 package docker
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-dev/dsh/sandbox"
 )
@@ -39,5 +43,48 @@ func TestWorldIdentity(t *testing.T) {
 	id, err := worldIdentity(&sandbox.Spec{Workspace: ws, User: &specs.User{UID: 5, GID: 6, AdditionalGids: []uint32{7}}})
 	if err != nil || id.user != "5:6" || !slices.Equal(id.groups, []string{"7"}) || id.idmap {
 		t.Errorf("Spec.User 5:6+7: identity %+v, %v", id, err)
+	}
+}
+
+// Reap detaches the idmapped mounts a crashed dsh left and removes their
+// mount points, never what is below them: the source keeps its files.
+// A recent one (a world being opened) and a live world's stay.
+func TestReapMappedDetachesOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	src, dir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "precious"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour).Unix()
+	points := map[string]string{
+		"crashed": fmt.Sprintf("%sdead-%d-1", mappedPrefix, old),
+		"recent":  fmt.Sprintf("%sdead-%d-2", mappedPrefix, time.Now().Unix()),
+		"live":    fmt.Sprintf("%slive-%d-3", mappedPrefix, old),
+	}
+	for _, name := range points {
+		p := filepath.Join(dir, name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount(src, p, "", unix.MS_BIND, ""); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Unmount(p, unix.MNT_DETACH) })
+	}
+	if err := reapMapped(dir, map[string]bool{"live": true}, time.Now().Add(-10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(src, "precious")); err != nil {
+		t.Fatalf("the source lost its file: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, points["crashed"])); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the crashed world's mount point is still there: %v", err)
+	}
+	for _, k := range []string{"recent", "live"} {
+		if _, err := os.Stat(filepath.Join(dir, points[k], "precious")); err != nil {
+			t.Errorf("the %s mount was detached: %v", k, err)
+		}
 	}
 }
