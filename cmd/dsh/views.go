@@ -45,6 +45,16 @@ func viewFlags(cmd *cobra.Command) viewOverrides {
 // say of the world's view and identity, for driver d. Every error names
 // the flag or key and its value.
 func applyViews(spec *sandbox.Spec, sb config.Sandbox, v viewOverrides, d driver) error {
+	if !d.confines {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--mount", len(v.Mounts) > 0}, {"--mask", len(v.Masks) > 0}, {"--user", v.User != ""}} {
+			if f.set {
+				return fmt.Errorf("%s: the %s driver confines nothing, so there is no view to change (the command sees this whole host as you); drop %s, or choose --driver %s or %s", f.name, d.name, f.name, driverNative, driverDocker)
+			}
+		}
+	}
 	add := func(what, arg string) error {
 		m, err := sandbox.UserBind(arg, spec.Workspace)
 		if err != nil {
@@ -72,8 +82,11 @@ func applyViews(spec *sandbox.Spec, sb config.Sandbox, v viewOverrides, d driver
 	switch sb.Root {
 	case "", sandbox.RootHost:
 	case sandbox.RootMinimal:
-		if d.name != driverNative {
-			return fmt.Errorf("--root minimal / sandbox.root minimal: the %s driver does not show the host's root at all%s; drop --root, or pass --driver %s for a minimal view of this host", d.name, rootWhy(d), driverNative)
+		switch {
+		case d.usesImage:
+			return fmt.Errorf("--root minimal / sandbox.root minimal: the %s driver does not show the host's root at all: its root is the image (--image), already the world's own; drop --root, or pass --driver %s for a minimal view of this host", d.name, driverNative)
+		case d.name != driverNative:
+			return fmt.Errorf("--root minimal / sandbox.root minimal: the %s driver confines nothing, so the command sees this whole host; drop --root, or pass --driver %s for a minimal view of this host", d.name, driverNative)
 		}
 		spec.Root = sandbox.RootMinimal
 	default:
@@ -90,14 +103,6 @@ func applyViews(spec *sandbox.Spec, sb config.Sandbox, v viewOverrides, d driver
 		spec.User = u
 	}
 	return nil
-}
-
-// rootWhy says what a driver's root is instead of the host's.
-func rootWhy(d driver) string {
-	if d.usesImage {
-		return ": its root is the image (--image), already the world's own"
-	}
-	return ""
 }
 
 // parseUser parses --user UID[:GID].

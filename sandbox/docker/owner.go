@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,7 +60,10 @@ type worldID struct {
 // MappedUID with an idmapped workspace. The image's user is no longer
 // the default: it owns nothing on the host.
 func worldIdentity(spec *sandbox.Spec) (worldID, error) {
-	if spec.User != nil {
+	if u := spec.User; u != nil {
+		if u.UID == 0 || u.GID == 0 || slices.Contains(u.AdditionalGids, 0) {
+			return worldID{}, &specError{field: "User", msg: fmt.Sprintf("uid %d gid %d groups %v: a docker world has no user namespace, so id 0 there is the host's root (it would own every root-owned file in the workspace and the binds); leave User nil (the workspace's owner) or name another id", u.UID, u.GID, u.AdditionalGids)}
+		}
 		user, groups := specUser(spec.User)
 		return worldID{user: user, groups: groups}, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,12 @@ func TestWorldIdentity(t *testing.T) {
 	id, err := worldIdentity(&sandbox.Spec{Workspace: ws, User: &specs.User{UID: 5, GID: 6, AdditionalGids: []uint32{7}}})
 	if err != nil || id.user != "5:6" || !slices.Equal(id.groups, []string{"7"}) || id.idmap {
 		t.Errorf("Spec.User 5:6+7: identity %+v, %v", id, err)
+	}
+	// Id 0 is the host's root: refused, whoever asks.
+	for _, u := range []specs.User{{UID: 0, GID: 5}, {UID: 5, GID: 0}, {UID: 5, GID: 5, AdditionalGids: []uint32{0}}} {
+		if id, err := worldIdentity(&sandbox.Spec{Workspace: ws, User: &u}); err == nil || !strings.Contains(err.Error(), "host's root") {
+			t.Errorf("Spec.User %+v: identity %+v, %v; want a refusal", u, id, err)
+		}
 	}
 }
 
