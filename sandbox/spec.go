@@ -73,6 +73,14 @@ type Spec struct {
 	// Labels are attached to every resource a driver creates, beside
 	// dsh's own labels, so leftovers can be found and reaped.
 	Labels map[string]string
+	// Root is the world's view of the host's root file system: RootHost
+	// ("" too), the host's root read-only with masks; or RootMinimal,
+	// only the host's programs and libraries (/usr, /bin, /sbin, /lib*)
+	// and an allow-list of /etc (sandbox/native/rootview.go), beside
+	// /tmp, /dev, /proc, the workspace and Mounts. A driver whose root
+	// is not the host's (an image) refuses RootMinimal: its root is
+	// already its own.
+	Root string
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,5 +24,16 @@ func TestScripts(t *testing.T) {
 			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
 			return nil
 		},
+		Condition: scriptCondition,
 	})
+}
+
+// scriptCondition answers the conditions scripts may test beyond
+// testscript's own: [root] when the tests run as root.
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "root":
+		return os.Geteuid() == 0, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -41,6 +41,7 @@ func addWorldFlags(cmd *cobra.Command) {
 	f.Bool("unix-sockets", false, "let the command create unix sockets (refused by default, which keeps every host socket, the workspace's too, out of reach); a world may then connect to host sockets it can see and write")
 	f.Bool("no-limits", false, "run without memory, pids and cpu limits (where dsh cannot write cgroups); all other confinement stays")
 	addPolicyFlags(cmd)
+	addViewFlags(cmd)
 	bindConfigFlag(cmd, "driver", "sandbox.driver")
 	bindConfigFlag(cmd, "image", "sandbox.image")
 	bindConfigFlag(cmd, "memory", "sandbox.limits.memory")
@@ -72,12 +73,13 @@ type worldOverrides struct {
 	// an error with a driver that uses no image.
 	Image  string
 	Policy policyOverrides
+	Views  viewOverrides // mounts, masks, root view and user
 }
 
 // worldFlags reads the world flags of cmd (addWorldFlags).
 func worldFlags(cmd *cobra.Command) worldOverrides {
 	f := cmd.Flags()
-	o := worldOverrides{Policy: policyFlags(cmd)}
+	o := worldOverrides{Policy: policyFlags(cmd), Views: viewFlags(cmd)}
 	o.Workspace, _ = f.GetString("workspace")
 	o.WorkspaceHome, _ = f.GetBool("workspace-home")
 	o.Unconfined, _ = f.GetBool("unconfined")
@@ -119,6 +121,9 @@ func planWorld(cfg *config.Config, o worldOverrides) (*worldPlan, error) {
 	}
 	spec, err := worldSpec(cfg.Sandbox, o)
 	if err != nil {
+		return nil, err
+	}
+	if err := applyViews(spec, cfg.Sandbox, o.Views, d); err != nil {
 		return nil, err
 	}
 	egress, err := resolvePolicy(cfg.Network, o.Policy)

@@ -40,6 +40,14 @@ type Sandbox struct {
 	// host unix socket (in the workspace too) out of reach. With true, a
 	// world can connect to any socket in its view its identity may write.
 	UnixSockets bool `mapstructure:"unix_sockets"`
+	// Mounts are extra bind mounts, SRC:DST[:ro|rw] with absolute paths
+	// (sandbox.ParseBindArg); a source outside the workspace is
+	// read-only unless :rw says otherwise. Flag -v/--mount adds to them.
+	Mounts []string `mapstructure:"mounts"`
+	// Root is the world's view of the host's root: host (read-only, with
+	// masks) or minimal (programs, libraries and an allow-list of /etc;
+	// native driver only). Default host. Flag --root.
+	Root string `mapstructure:"root"`
 }
 
 // Home configures the home directories inside a world (native driver:

@@ -18,6 +18,8 @@ func Default() Config {
 			Limits: Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs()))},
 			Masks:  []string{},
 			Home:   Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
+			Mounts: []string{},
+			Root:   sandbox.RootHost,
 		},
 		Network: withLists(netpolicy.SandboxDefault()),
 		Web: Web{

@@ -31,6 +31,8 @@ var keyDocs = map[string]string{
 	"sandbox.masks":            "Extra host paths (absolute or ~/path) hidden inside a world, beside\nthe built-in list of credential locations.",
 	"sandbox.home.allow":       "The ~/path locations of the home a world may read (read-only); the\nrest of the home is hidden. An empty list hides the whole home.",
 	"sandbox.unix_sockets":     "Let a world's processes create unix sockets (and so connect to any\nsocket in their view they may write).",
+	"sandbox.mounts":           "Extra bind mounts, SRC:DST[:ro|rw] with absolute paths. A source outside\nthe workspace is read-only unless :rw says so. Flag -v/--mount adds one.",
+	"sandbox.root":             "The world's view of the host's root: host (read-only, masked) or\nminimal (only /usr, /bin, /sbin, /lib* and an allow-list of /etc; native\ndriver only). Flag --root.",
 	"web.fetch.timeout":        "Timeout of one fetch: a duration such as 30s or 2m.",
 	"web.fetch.max_bytes":      "Largest response body read, in bytes.",
 	"web.fetch.max_chars":      "Largest text returned, in characters.",

@@ -37,6 +37,7 @@ func (c *Config) Validate(drivers []string) error {
 			bad(fmt.Sprintf("sandbox.home.allow[%d]", i), "%q is not a ~/path inside the home (such as ~/go)", a)
 		}
 	}
+	validateViews(c.Sandbox, bad)
 	validatePolicy("network", c.Network, bad)
 	validatePolicy("web.policy", c.Web.Policy, bad)
 
@@ -126,5 +127,21 @@ func validatePolicy(key string, p netpolicy.Config, bad func(key, format string,
 		if port < 1 || port > 65535 {
 			bad(fmt.Sprintf("%s[%d]", path("ports"), i), "%d is not a port (1-65535)", port)
 		}
+	}
+}
+
+// validateViews checks the keys that shape a world's view: the form of
+// each mount (its paths are checked on this host when a world opens),
+// and the root view.
+func validateViews(s Sandbox, bad func(key, format string, args ...any)) {
+	for i, m := range s.Mounts {
+		if _, err := sandbox.ParseBindArg(m); err != nil {
+			bad(fmt.Sprintf("sandbox.mounts[%d]", i), "%v (flag -v/--mount)", err)
+		}
+	}
+	switch s.Root {
+	case sandbox.RootHost, sandbox.RootMinimal:
+	default:
+		bad("sandbox.root", "%q is not a root view; use %s or %s (flag --root)", s.Root, sandbox.RootHost, sandbox.RootMinimal)
 	}
 }

@@ -146,6 +146,9 @@ func checkUnsupported(spec *sandbox.Spec) error {
 	if spec.Image == "" {
 		return &specError{field: "Image", msg: "empty; set an image such as dsh/base:latest"}
 	}
+	if spec.Root == sandbox.RootMinimal {
+		return &specError{field: "Root", msg: "minimal: the docker driver's root is the image, which already shows nothing of the host's root; leave Root empty, or use the native driver for a minimal view of the host"}
+	}
 	if r := spec.Resources; r != nil {
 		if len(r.Devices) > 0 || len(r.HugepageLimits) > 0 || r.BlockIO != nil || r.Network != nil || len(r.Rdma) > 0 || len(r.Unified) > 0 {
 			return &specError{field: "Resources", msg: "only memory, pids and cpu limits are supported by the docker driver"}

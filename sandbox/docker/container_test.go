@@ -138,20 +138,6 @@ func TestContainerConfigRejectsWhatItCannotHonour(t *testing.T) {
 	}
 }
 
-func TestWorldUserNeverRootByDefault(t *testing.T) {
-	for _, tc := range []struct{ image, want string }{
-		{"dsh", "dsh"}, {"1000:1000", "1000:1000"}, {"", "65534:65534"}, {"root", "65534:65534"}, {"0:0", "65534:65534"},
-	} {
-		if got, _ := worldUser(&sandbox.Spec{}, tc.image); got != tc.want {
-			t.Errorf("worldUser(image user %q) = %q, want %q", tc.image, got, tc.want)
-		}
-	}
-	got, groups := worldUser(&sandbox.Spec{User: &specs.User{UID: 5, GID: 6, AdditionalGids: []uint32{7}}}, "dsh")
-	if got != "5:6" || !slices.Equal(groups, []string{"7"}) {
-		t.Errorf("worldUser(spec 5:6+7) = %q, %v", got, groups)
-	}
-}
-
 func TestContainerConfigWorkspaceAtTmpKeepsWorkspace(t *testing.T) {
 	spec := sandbox.DefaultSpec("/tmp")
 	_, host, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d"})

@@ -145,12 +145,14 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		}
 		return nil, fmt.Errorf("docker: inspecting image %q: %w", spec.Image, err)
 	}
-	var imgUser string
 	var imgEnv []string
 	if img.Config != nil {
-		imgUser, imgEnv = img.Config.User, img.Config.Env
+		imgEnv = img.Config.Env
 	}
-	user, groups := worldUser(spec, imgUser)
+	wid, err := worldIdentity(spec)
+	if err != nil {
+		return nil, err
+	}
 
 	w := &world{d: d, id: id, workspace: spec.Workspace}
 	defer func() {
@@ -164,7 +166,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 	plan := &containerPlan{
 		Name:       "dsh-" + w.id,
 		Image:      spec.Image,
-		User:       user,
+		User:       wid.user,
 		InitPath:   d.initPath,
 		Entrypoint: d.entry,
 		Labels:     labels,
@@ -184,7 +186,12 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 	if err != nil {
 		return nil, err
 	}
-	host.GroupAdd = groups
+	host.GroupAdd = wid.groups
+	if wid.idmap {
+		if err := w.mapSources(spec, host); err != nil {
+			return nil, err
+		}
+	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, plan.Name)
 	if err != nil {
 		return nil, fmt.Errorf("docker: creating the world container: %w", err)
@@ -199,6 +206,10 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 	w.conn = newAttachConn(hj)
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return nil, fmt.Errorf("docker: starting the world container: %w", err)
+	}
+	// The container's binds of idmapped sources are its own now.
+	if err := w.detachMapped(); err != nil {
+		return nil, err
 	}
 	if w.init, err = d.dial(ctx, w.conn); err != nil {
 		return nil, w.initFailed(err)
@@ -232,22 +243,4 @@ func (w *world) initFailed(err error) error {
 		return fmt.Errorf("docker: the world's init did not start: %w (init said: %s)", err, msg)
 	}
 	return fmt.Errorf("docker: the world's init did not start: %w", err)
-}
-
-// worldUser picks the user of every process: the Spec's, else the
-// image's, but never root by default. An image whose user is root runs
-// as nobody (65534).
-func worldUser(spec *sandbox.Spec, imageUser string) (string, []string) {
-	if u := spec.User; u != nil {
-		var groups []string
-		for _, g := range u.AdditionalGids {
-			groups = append(groups, fmt.Sprint(g))
-		}
-		return fmt.Sprintf("%d:%d", u.UID, u.GID), groups
-	}
-	name, _, _ := strings.Cut(imageUser, ":")
-	if name == "" || name == "root" || name == "0" {
-		return "65534:65534", nil
-	}
-	return imageUser, nil
 }

@@ -46,6 +46,9 @@ func (d *Driver) Reap(ctx context.Context) error {
 	if err := reapHostFiles(os.TempDir(), live, time.Now().Add(-hostFilesGrace)); err != nil {
 		errs = append(errs, err)
 	}
+	if err := reapMapped(MappedDir, live, time.Now().Add(-hostFilesGrace)); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -34,6 +34,7 @@ type world struct {
 	tmpDir      string            // the world's host files (resolv.conf, egress socket)
 	egressDir   string            // host directory of the egress socket, mounted at /.dsh/egress
 	resolvConf  string            // host path of the world's resolv.conf
+	mapped      []string          // mount points of idmapped binds until the container runs (owner.go)
 	listener    *net.UnixListener // where the init's broker connection arrives, until it has
 	broker      *net.UnixConn     // the init's egress broker connection
 	serveDone   chan struct{}     // closed when the broker has stopped
@@ -117,6 +118,9 @@ func (w *world) teardown() error {
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("docker: egress broker of world %s did not stop", w.id))
 		}
+	}
+	if err := w.detachMapped(); err != nil {
+		errs = append(errs, err)
 	}
 	if w.tmpDir != "" {
 		if err := os.RemoveAll(w.tmpDir); err != nil {

@@ -135,6 +135,7 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 		Trace:       os.Getenv("DSH_NATIVE_TRACE") == "1",
 		UnixSockets: spec.UnixSockets,
 	}
+	applyRoot(p.cfg, spec)
 	return p, nil
 }
 
@@ -383,6 +384,12 @@ func (s *starting) makeTrees() error {
 	if err != nil {
 		return err
 	}
+	binds, err := bindTrees(s.l.cmd.Process.Pid, s.cfg.Mounts)
+	if err != nil {
+		closeFDs(trees)
+		return err
+	}
+	trees = append(trees, binds...)
 	s.trees = trees
 	s.transient.push(func() { closeFDs(trees) })
 	return nil

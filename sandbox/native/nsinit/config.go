@@ -79,6 +79,9 @@ type Config struct {
 	// Trace makes stage 1 print how long each setup step took to its
 	// stderr.
 	Trace bool
+	// RootView, when set, replaces the host's root with a minimal one
+	// (Spec.Root minimal, rootview.go).
+	RootView *RootView
 }
 
 // Encode returns c as the value of ConfigEnv.

@@ -95,8 +95,8 @@ func stage1() error {
 	if cfg.trees, err = awaitRelease(); err != nil {
 		return err
 	}
-	if cfg.Trees && len(cfg.trees) != 1+len(cfg.Allow) {
-		return fmt.Errorf("native init: dsh sent %d mounts, want %d", len(cfg.trees), 1+len(cfg.Allow))
+	if cfg.Trees && len(cfg.trees) != cfg.wantTrees() {
+		return fmt.Errorf("native init: dsh sent %d mounts, want %d", len(cfg.trees), cfg.wantTrees())
 	}
 	if execDropErr != nil && !errors.Is(execDropErr, syscall.ENOTSUP) {
 		return execDropErr

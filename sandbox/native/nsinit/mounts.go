@@ -34,12 +34,19 @@ func buildRoot(c *Config) error {
 		return fmt.Errorf("making / private: %w", err)
 	}
 	root := c.Root
-	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	if c.RootView != nil {
+		if err := mountMinimalRoot(root, c.RootView); err != nil {
+			return err
+		}
+	} else if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("binding the host root: %w", err)
 	}
 	// One call makes every submount read-only, nosuid and nodev; the
 	// older MS_REMOUNT route would have to walk mountinfo.
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if c.RootView != nil {
+		attr = &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV} // read-only at sealRoot
+	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, root, unix.AT_RECURSIVE, attr); err != nil {
 		if errors.Is(err, unix.ENOSYS) {
 			return unavailable("make the root read-only (mount_setattr)", err, "the native driver needs Linux 5.12 or newer; use --driver docker")
@@ -49,8 +56,11 @@ func buildRoot(c *Config) error {
 
 	// Spec mounts (tmpfs /tmp, …) come before the workspace, which may
 	// live below one of them (a workspace in /tmp is common).
-	for _, m := range c.Mounts {
-		if err := specMount(root, m); err != nil {
+	for i, m := range c.Mounts {
+		if err := specMountPoint(c, m, c.bindTree(i)); err != nil {
+			return err
+		}
+		if err := specMount(root, m, c.bindTree(i)); err != nil {
 			return err
 		}
 	}
@@ -105,6 +115,9 @@ func buildRoot(c *Config) error {
 	if err := mountDev(root); err != nil {
 		return err
 	}
+	if err := sealRoot(c); err != nil {
+		return err
+	}
 	return pivot(root)
 }
 
@@ -152,8 +165,10 @@ func bindReadonly(src, target string) error {
 	return unix.MountSetattr(unix.AT_FDCWD, target, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC})
 }
 
-// specMount adds one Spec mount (tmpfs or bind) under root.
-func specMount(root string, m specs.Mount) error {
+// specMount adds one Spec mount (tmpfs or bind) under root. A bind
+// attaches tree, the detached mount of its source a root dsh made, or
+// with tree < 0 binds the source by its path.
+func specMount(root string, m specs.Mount, tree int) error {
 	target := filepath.Join(root, m.Destination)
 	opts, err := sandbox.ParseMountOptions(m.Options) // checked by sandbox.Validate
 	if err != nil {
@@ -165,11 +180,14 @@ func specMount(root string, m specs.Mount) error {
 			return fmt.Errorf("mounting tmpfs on %s: %w", m.Destination, err)
 		}
 	default:
-		src, err := filepath.EvalSymlinks(m.Source)
-		if err != nil {
+		if tree >= 0 {
+			if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("attaching %s on %s: %w", m.Source, m.Destination, err)
+			}
+			unix.Close(tree)
+		} else if src, err := filepath.EvalSymlinks(m.Source); err != nil {
 			return fmt.Errorf("bind source for %s: %w", m.Destination, err)
-		}
-		if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		} else if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("binding %s on %s: %w", src, m.Destination, err)
 		}
 		// Binds are always nosuid and nodev: a host file in a world
