@@ -73,6 +73,14 @@ type Spec struct {
 	// Labels are attached to every resource a driver creates, beside
 	// dsh's own labels, so leftovers can be found and reaped.
 	Labels map[string]string
+	// WriteLimit bounds what a world writes, in bytes; 0 means no bound
+	// beyond the sizes of its tmpfs mounts and its memory limit. No file
+	// grows past it: every process runs with RLIMIT_FSIZE at it (soft and
+	// hard, or a lower one of Rlimits), so a write past it fails with
+	// EFBIG (a process that does not ignore SIGXFSZ is killed by it). And
+	// the world's writable tmpfs mounts (those of Mounts, and /dev/shm)
+	// hold no more than it together: see WriteBounds, which drivers apply.
+	WriteLimit int64
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's

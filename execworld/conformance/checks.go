@@ -61,6 +61,8 @@ var checks = []check{
 	{"CommandProxyEnvFollowsTheRule", false, checkCommandProxyEnv},
 	{"LongLivedServerConn", false, checkLongLivedServer},
 	{"BindMountOptionsHonoured", true, checkBindMountOptions},
+	{"WritesBoundedByBudget", true, checkWriteBudget},
+	{"TmpfsFullBeforeMemory", true, checkTmpfsFullBeforeMemory},
 }
 
 // The workspace is mounted read-write at the same path.
