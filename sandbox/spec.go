@@ -37,6 +37,11 @@ type Spec struct {
 	// Capabilities kept by processes; nil or empty sets mean none.
 	Capabilities *specs.LinuxCapabilities
 	// Mounts added to the sandbox (tmpfs /tmp, read-only binds, …).
+	// Drivers mount every writable tmpfs as Bounds sizes it: together
+	// with the world's /dev/shm within the WriteLimit and within the
+	// memory limit less a reserve (MemoryReserve), so a world that fills
+	// them gets ENOSPC, never an OOM kill of its init. A size= here is
+	// the most a mount gets; without one it gets a share of the budget.
 	Mounts []specs.Mount
 	// Masks are host paths hidden inside the sandbox (an empty directory
 	// or /dev/null over them): credentials, sockets, /root.
@@ -124,7 +129,8 @@ var DefaultHomeAllow = []string{
 
 // DefaultSpec returns the hardened default Spec for a workspace: read-only
 // root, tmpfs /tmp, no capabilities, no_new_privs, the driver's default
-// seccomp filter, the default limits and masks, and no network.
+// seccomp filter, the default limits, write limit and masks, and no
+// network.
 func DefaultSpec(workspace string) *Spec {
 	mem := int64(DefaultMemoryBytes)
 	pids := int64(DefaultPids)
@@ -152,6 +158,7 @@ func DefaultSpec(workspace string) *Spec {
 			Pids:   &specs.LinuxPids{Limit: &pids},
 			CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
 		},
-		Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 65536, Soft: 65536}},
+		Rlimits:    []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 65536, Soft: 65536}},
+		WriteLimit: DefaultWriteLimit,
 	}
 }

@@ -79,6 +79,9 @@ type Config struct {
 	// Trace makes stage 1 print how long each setup step took to its
 	// stderr.
 	Trace bool
+	// Shm is the world's /dev/shm, a tmpfs as sandbox.Bounds sized it
+	// with the Spec's tmpfs mounts (Mounts).
+	Shm specs.Mount
 }
 
 // Encode returns c as the value of ConfigEnv.
