@@ -241,14 +241,25 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
+// CheckWriteLimit checks a write budget in bytes. Its message names no
+// field: the Spec and the configuration add their own.
+func CheckWriteLimit(n int64) error {
+	if n < MinWriteLimit {
+		return fmt.Errorf("%d bytes is below the minimum write limit of %d MiB (a world needs room for temporary files); use a size of at least 1MiB", n, MinWriteLimit>>20)
+	}
+	return nil
+}
+
 // CheckWriteBudget checks the write budget of a Spec and the sizes of its
 // tmpfs mounts: a WriteLimit of 0 (none) or at least MinWriteLimit, and
 // every tmpfs size= and nr_inodes= a positive number (0 would mean no
 // limit; a percentage of the host's memory is no bound WriteBounds can
 // fit).
 func CheckWriteBudget(s *Spec) error {
-	if s.WriteLimit < 0 || (s.WriteLimit > 0 && s.WriteLimit < MinWriteLimit) {
-		return &SpecError{Field: "WriteLimit", Msg: fmt.Sprintf("%d bytes is below the minimum of %d MiB", s.WriteLimit, MinWriteLimit>>20), Fix: "use at least 1MiB, or 0 for no write limit"}
+	if s.WriteLimit != 0 {
+		if err := CheckWriteLimit(s.WriteLimit); err != nil {
+			return &SpecError{Field: "WriteLimit", Msg: err.Error(), Fix: "or 0 for no write limit"}
+		}
 	}
 	for i, m := range s.Mounts {
 		if m.Type != "tmpfs" {
