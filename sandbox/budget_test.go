@@ -181,3 +181,19 @@ func TestValidateWriteBudget(t *testing.T) {
 		t.Errorf("a lower nr_inodes of the Spec became %d", got)
 	}
 }
+
+// The quota probe names the file system and says why no quota holds on
+// one that has none.
+func TestProbeProjectQuota(t *testing.T) {
+	q := ProbeProjectQuota("/proc")
+	if q.On || q.FS != "proc" || q.Mount != "/proc" || !strings.Contains(q.Why, "no project quotas") {
+		t.Errorf("/proc: %+v, want off, proc at /proc, and why", q)
+	}
+	q = ProbeProjectQuota(t.TempDir())
+	if q.FS == "" || q.Mount == "" || q.Why == "" {
+		t.Errorf("a temporary directory: %+v, want its file system, mount and why", q)
+	}
+	if q = ProbeProjectQuota("/nonexistent-dsh"); q.On || !strings.Contains(q.Why, "/nonexistent-dsh") {
+		t.Errorf("a missing path: %+v", q)
+	}
+}
