@@ -82,8 +82,9 @@ func checkWriteBudget(ctx context.Context, s *suite) error {
 // before its memory limit does. Their pages are charged to the world's
 // memory but to no process, so an OOM kill frees none of them: a world
 // that could fill its memory with tmpfs would leave the OOM killer only
-// its init. Filling /tmp and /dev/shm together past the limit, ten times
-// over, fails with ENOSPC each time and the world runs on.
+// its init. Filling /tmp, /dev/shm and System V shared memory together
+// past the limit, ten times over, fails with ENOSPC each time, leaves
+// nothing behind for the next round, and the world runs on.
 func checkTmpfsFullBeforeMemory(ctx context.Context, s *suite) error {
 	const limit = 64 << 20
 	w, err := s.openWithMemory(ctx, limit)
@@ -93,28 +94,35 @@ func checkTmpfsFullBeforeMemory(ctx context.Context, s *suite) error {
 	defer w.w.Close()
 	// Unlinked files, each alone past the limit: freed when the probe
 	// exits, on every driver.
-	targets := []string{"/tmp/dsh-fill-" + randHex(4), "/dev/shm/dsh-fill-" + randHex(4)}
+	// System V shared memory is the same kind of memory: segments the
+	// probe leaves behind would stay charged to the world with no process
+	// to kill, so every round must find room for its own again.
+	targets := []string{"/tmp/dsh-fill-" + randHex(4), "/dev/shm/dsh-fill-" + randHex(4), "sysv-shm"}
 	for i := range 10 {
-		res, err := w.run(ctx, &execworld.Cmd{Argv: []string{w.probe, "fill", "100000000", "gone:" + targets[0], "gone:" + targets[1]}, Timeout: 60 * time.Second, Grace: time.Second})
+		res, err := w.run(ctx, &execworld.Cmd{Argv: []string{w.probe, "fill", "100000000", "gone:" + targets[0], "gone:" + targets[1], "sysv:" + targets[2]}, Timeout: 60 * time.Second, Grace: time.Second})
 		if err != nil {
-			return fmt.Errorf("round %d, filling /tmp and /dev/shm past a %d MiB memory limit: %w", i+1, limit>>20, err)
+			return fmt.Errorf("round %d, filling /tmp, /dev/shm and System V shared memory past a %d MiB memory limit: %w", i+1, limit>>20, err)
 		}
 		out := lines(res.Stdout.String())
 		if res.ExitCode() != 0 || res.TimedOut {
-			return fmt.Errorf("round %d, filling /tmp and /dev/shm past a %d MiB memory limit: the probe ended with %v (timed out: %v), stdout %q, stderr %q; want ENOSPC from both", i+1, limit>>20, res.Status, res.TimedOut, res.Stdout.Data, res.Stderr.Data)
+			return fmt.Errorf("round %d, filling /tmp, /dev/shm and System V shared memory past a %d MiB memory limit: the probe ended with %v (timed out: %v), stdout %q, stderr %q; want ENOSPC from each", i+1, limit>>20, res.Status, res.TimedOut, res.Stdout.Data, res.Stderr.Data)
 		}
 		var total int64
 		for _, p := range targets {
 			if err := filled(out, p, limit, "ENOSPC"); err != nil {
-				return fmt.Errorf("round %d, filling /tmp and /dev/shm past a %d MiB memory limit: %w", i+1, limit>>20, err)
+				return fmt.Errorf("round %d, filling /tmp, /dev/shm and System V shared memory past a %d MiB memory limit: %w", i+1, limit>>20, err)
 			}
-			total += fillBytes(out, p)
+			n := fillBytes(out, p)
+			if n < 1<<20 {
+				return fmt.Errorf("round %d: only %d bytes fitted in %s (what earlier rounds left behind stays charged to the world):\n%s", i+1, n, p, strings.Join(out, "\n"))
+			}
+			total += n
 		}
 		if total >= limit {
-			return fmt.Errorf("round %d: /tmp and /dev/shm together took %d bytes, the whole %d MiB memory limit", i+1, total, limit>>20)
+			return fmt.Errorf("round %d: /tmp, /dev/shm and System V shared memory together took %d bytes, the whole %d MiB memory limit", i+1, total, limit>>20)
 		}
 		if err := alive(ctx, w); err != nil {
-			return fmt.Errorf("round %d, after filling /tmp and /dev/shm: %w", i+1, err)
+			return fmt.Errorf("round %d, after filling /tmp, /dev/shm and System V shared memory: %w", i+1, err)
 		}
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fill writes zeros until a write fails or max bytes are written, and
@@ -18,7 +20,8 @@ import (
 // A target "one:PATH" is a single file; "many:DIR" is files of 1 MiB in
 // DIR until one fails (what a tmpfs holds in all); "gone:PATH" is a single
 // file unlinked at once. Every file stays open until the last target is
-// done, so the targets fill together; then the probe exits and unlinked
+// done, so the targets fill together; "sysv:NAME" is System V shared
+// memory segments of 1 MiB until one fails (NAME only names the line); then the probe exits and unlinked
 // files are freed.
 func fill(max int64, targets []string) {
 	signal.Ignore(syscall.SIGXFSZ)
@@ -65,6 +68,27 @@ func fill(max int64, targets []string) {
 				}
 				open = append(open, f)
 				total += write(f, min(int64(len(buf)), max-total))
+			}
+		case "sysv":
+			// System V shared memory: segments of 1 MiB, attached and
+			// touched, never removed (IPC_RMID), so they outlive the
+			// probe unless the world's IPC namespace forces their
+			// removal (kernel.shm_rmid_forced).
+			for total < max && werr == nil {
+				id, err := unix.SysvShmGet(unix.IPC_PRIVATE, len(buf), unix.IPC_CREAT|0o600)
+				if err != nil {
+					werr = err
+					break
+				}
+				b, err := unix.SysvShmAttach(id, 0, 0)
+				if err != nil {
+					werr = err
+					break
+				}
+				for i := 0; i < len(b); i += 4096 {
+					b[i] = 1
+				}
+				total += int64(len(b))
 			}
 		default:
 			fmt.Printf("fill %s 0 bad-target\n", t)
