@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"math/bits"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,14 @@ type WriteBounds struct {
 	// Rlimits are the Spec's Rlimits with RLIMIT_FSIZE (soft and hard) at
 	// the WriteLimit, unless they hold a lower one.
 	Rlimits []specs.POSIXRlimit
+	// IPC are sysctls of the world's IPC namespace (kernel.shm*): System
+	// V shared memory is the same memory as a tmpfs, and outlives its
+	// processes, so its segments are removed with their last process
+	// (shm_rmid_forced) and hold no more than SysVShmBytes, fitted into
+	// the budget with the tmpfs mounts. Every driver sets them all.
+	IPC map[string]string
+	// SysVShmBytes is that bound.
+	SysVShmBytes int64
 	// TmpfsBytes is what the writable tmpfs mounts hold together at most,
 	// 0 when one of them has no size (no budget to fit it to).
 	TmpfsBytes int64
@@ -67,6 +76,9 @@ type WriteBounds struct {
 	Budget int64
 	By     string
 }
+
+// sysvIndex marks System V shared memory among the tmpfs sizes.
+const sysvIndex = -2
 
 // Tmpfs sizes of one writable tmpfs mount.
 type tmpfsSize struct {
@@ -77,7 +89,8 @@ type tmpfsSize struct {
 
 // Bounds returns the write bounds of s, which Validate accepted. The
 // world's writable tmpfs mounts (those of s.Mounts that are not
-// read-only, and /dev/shm of ShmBytes) are fitted into a budget: the
+// read-only, and /dev/shm of ShmBytes) and its System V shared memory
+// (ShmBytes too) are fitted into a budget: the
 // WriteLimit, and with a memory limit that limit less MemoryReserve,
 // counting each inode's kernel memory (tmpfsInodeCost). Mounts that fit
 // keep their sizes; otherwise every one is scaled down in proportion. A
@@ -118,7 +131,7 @@ func Bounds(s *Spec, unsized int64) WriteBounds {
 		}
 		ts = append(ts, parseTmpfsSize(i, m.Options))
 	}
-	ts = append(ts, parseTmpfsSize(-1, b.Shm.Options))
+	ts = append(ts, parseTmpfsSize(-1, b.Shm.Options), tmpfsSize{i: sysvIndex, size: ShmBytes, sized: true})
 	var total int64
 	whole := true
 	for k := range ts {
@@ -142,6 +155,18 @@ func Bounds(s *Spec, unsized int64) WriteBounds {
 		ino := max(t.size/tmpfsBytesPerInode, minTmpfsInodes)
 		if !t.inoSet || t.inodes > ino {
 			t.inodes = ino
+		}
+		if t.i == sysvIndex {
+			b.SysVShmBytes = t.size
+			pages := max(t.size/int64(os.Getpagesize()), 1)
+			b.IPC = map[string]string{
+				"kernel.shm_rmid_forced": "1",
+				"kernel.shmall":          strconv.FormatInt(pages, 10),
+				"kernel.shmmax":          strconv.FormatInt(t.size, 10),
+				// Each segment is an inode: as many as the tmpfs would get.
+				"kernel.shmmni": strconv.FormatInt(min(t.inodes, 4096), 10),
+			}
+			continue
 		}
 		opts := setOption(setOption(optionsOf(&b, t.i), "size", t.size), "nr_inodes", t.inodes)
 		if t.i < 0 {

@@ -70,7 +70,10 @@ func TestBoundsFitMemoryLimit(t *testing.T) {
 		if tmp <= 0 || shm <= 0 || ti <= 0 || si <= 0 {
 			t.Fatalf("memory %d: a size or inode count is not positive: /tmp %d/%d, /dev/shm %d/%d", mem, tmp, ti, shm, si)
 		}
-		charged := tmp + shm + (ti+si)*tmpfsInodeCost
+		if b.SysVShmBytes <= 0 || b.IPC["kernel.shm_rmid_forced"] != "1" || b.IPC["kernel.shmmax"] != strconv.FormatInt(b.SysVShmBytes, 10) {
+			t.Fatalf("memory %d: System V shared memory unbounded: %d, %v", mem, b.SysVShmBytes, b.IPC)
+		}
+		charged := tmp + shm + b.SysVShmBytes + (ti+si)*tmpfsInodeCost
 		if room := mem - MemoryReserve(mem); charged > room {
 			t.Errorf("memory %d MiB: tmpfs may take %d bytes with inodes, above %d (the limit less the reserve)", mem>>20, charged, room)
 		}

@@ -41,17 +41,18 @@ func writeBudget(cfg *config.Config) []check {
 		}
 		sizes = append(sizes, m.Destination+" "+size)
 	}
+	sizes = append(sizes, "System V shared memory "+bytesText(b.SysVShmBytes)+" (removed with its last process; refused in an unprivileged native world)")
 	tmpfs := check{Name: "tmpfs", OK: b.TmpfsBytes > 0, Detail: strings.Join(sizes, ", ")}
 	switch {
 	case b.TmpfsBytes == 0:
 		tmpfs.Detail += ": a tmpfs without a size has no bound"
 	case b.Budget > 0:
-		tmpfs.Detail += fmt.Sprintf(": %s together, within %s (%s)", bytesText(b.TmpfsBytes), bytesText(b.Budget), b.By)
+		tmpfs.Detail += fmt.Sprintf(": %s together, within %s (%s)", bytesText(b.TmpfsBytes+b.SysVShmBytes), bytesText(b.Budget), b.By)
 		if b.By == "the memory limit less its reserve" {
 			tmpfs.Detail += ", so filling them fails with ENOSPC and never OOM-kills the world's init"
 		}
 	default:
-		tmpfs.Detail += fmt.Sprintf(": %s together", bytesText(b.TmpfsBytes))
+		tmpfs.Detail += fmt.Sprintf(": %s together", bytesText(b.TmpfsBytes+b.SysVShmBytes))
 	}
 	out = append(out, tmpfs)
 	out = append(out, check{Name: "overlay upper", OK: false, Detail: "the workspace is mounted read-write: a world's writes to it go to the host's file system, bounded per file only"})

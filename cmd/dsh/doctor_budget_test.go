@@ -19,7 +19,7 @@ func TestDoctorReportsTheWriteBudget(t *testing.T) {
 			"overlay upper": "!read-write", "workspace project quota": "!"}},
 		{"64MiB", "unlimited", map[string]string{
 			"file size": "!unlimited", "tmpfs": "(the memory limit less its reserve), so filling them fails with ENOSPC"}},
-		{"2GiB", "4GiB", map[string]string{"tmpfs": "/tmp 512 MiB, /dev/shm 64 MiB: 576 MiB together"}},
+		{"2GiB", "4GiB", map[string]string{"tmpfs": "/tmp 512 MiB, /dev/shm 64 MiB, System V shared memory 64 MiB (removed with its last process; refused in an unprivileged native world): 640 MiB together"}},
 	} {
 		t.Setenv("DSH_SANDBOX_LIMITS_MEMORY", c.memory)
 		t.Setenv("DSH_SANDBOX_LIMITS_WRITE", c.write)

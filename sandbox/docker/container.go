@@ -108,6 +108,9 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 		// The world's own /dev/shm (docker's would be ShmSize, with no
 		// inode limit): a private IPC namespace still gets it.
 		Tmpfs: map[string]string{bounds.Shm.Destination: strings.Join(bounds.Shm.Options, ",")},
+		// System V shared memory bounded and removed with its last
+		// process, in the world's private IPC namespace.
+		Sysctls: bounds.IPC,
 	}
 	if spec.NoNewPrivileges {
 		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")

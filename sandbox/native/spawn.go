@@ -137,6 +137,14 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 		Trace:       os.Getenv("DSH_NATIVE_TRACE") == "1",
 		UnixSockets: spec.UnixSockets,
 	}
+	// Only a root of the world's user namespace (a root caller's mapped
+	// range) may set its IPC sysctls; an unprivileged world gets no
+	// System V shared memory rather than an unbounded one.
+	if p.mapped {
+		p.cfg.IPC = bounds.IPC
+	} else {
+		p.cfg.NoSysVShm = true
+	}
 	return p, nil
 }
 
