@@ -38,10 +38,11 @@ type Spec struct {
 	Capabilities *specs.LinuxCapabilities
 	// Mounts added to the sandbox (tmpfs /tmp, read-only binds, …).
 	// Drivers mount every writable tmpfs as Bounds sizes it: together
-	// with the world's /dev/shm within the WriteLimit and within the
-	// memory limit less a reserve (MemoryReserve), so a world that fills
-	// them gets ENOSPC, never an OOM kill of its init. A size= here is
-	// the most a mount gets; without one it gets a share of the budget.
+	// with the world's /dev/shm and System V shared memory within the
+	// WriteLimit and within the memory limit less a reserve
+	// (MemoryReserve), so a world that fills them gets ENOSPC, never an
+	// OOM kill of its init. A size= here is the most a mount gets;
+	// without one it gets a share of the budget.
 	Mounts []specs.Mount
 	// Masks are host paths hidden inside the sandbox (an empty directory
 	// or /dev/null over them): credentials, sockets, /root.
@@ -84,7 +85,8 @@ type Spec struct {
 	// hard, or a lower one of Rlimits), so a write past it fails with
 	// EFBIG (a process that does not ignore SIGXFSZ is killed by it). And
 	// the world's writable tmpfs mounts (those of Mounts, and /dev/shm)
-	// hold no more than it together: see WriteBounds, which drivers apply.
+	// and its System V shared memory hold no more than it together: see
+	// Bounds, which every driver applies.
 	WriteLimit int64
 }
 
