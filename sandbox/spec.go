@@ -37,6 +37,12 @@ type Spec struct {
 	// Capabilities kept by processes; nil or empty sets mean none.
 	Capabilities *specs.LinuxCapabilities
 	// Mounts added to the sandbox (tmpfs /tmp, read-only binds, …).
+	// Drivers mount every writable tmpfs as Bounds sizes it: together
+	// with the world's /dev/shm and System V shared memory within the
+	// WriteLimit and within the memory limit less a reserve
+	// (MemoryReserve), so a world that fills them gets ENOSPC, never an
+	// OOM kill of its init. A size= here is the most a mount gets;
+	// without one it gets a share of the budget.
 	Mounts []specs.Mount
 	// Masks are host paths hidden inside the sandbox (an empty directory
 	// or /dev/null over them): credentials, sockets, /root.
@@ -81,6 +87,15 @@ type Spec struct {
 	// is not the host's (an image) refuses RootMinimal: its root is
 	// already its own.
 	Root string
+	// WriteLimit bounds what a world writes, in bytes; 0 means no bound
+	// beyond the sizes of its tmpfs mounts and its memory limit. No file
+	// grows past it: every process runs with RLIMIT_FSIZE at it (soft and
+	// hard, or a lower one of Rlimits), so a write past it fails with
+	// EFBIG (a process that does not ignore SIGXFSZ is killed by it). And
+	// the world's writable tmpfs mounts (those of Mounts, and /dev/shm)
+	// and its System V shared memory hold no more than it together: see
+	// Bounds, which every driver applies.
+	WriteLimit int64
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's
@@ -124,7 +139,8 @@ var DefaultHomeAllow = []string{
 
 // DefaultSpec returns the hardened default Spec for a workspace: read-only
 // root, tmpfs /tmp, no capabilities, no_new_privs, the driver's default
-// seccomp filter, the default limits and masks, and no network.
+// seccomp filter, the default limits, write limit and masks, and no
+// network.
 func DefaultSpec(workspace string) *Spec {
 	mem := int64(DefaultMemoryBytes)
 	pids := int64(DefaultPids)
@@ -152,6 +168,7 @@ func DefaultSpec(workspace string) *Spec {
 			Pids:   &specs.LinuxPids{Limit: &pids},
 			CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
 		},
-		Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 65536, Soft: 65536}},
+		Rlimits:    []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 65536, Soft: 65536}},
+		WriteLimit: DefaultWriteLimit,
 	}
 }

@@ -61,6 +61,9 @@ func Validate(s *Spec) (workspace string, err error) {
 	if err := checkViews(s); err != nil {
 		return "", err
 	}
+	if err := CheckWriteBudget(s); err != nil {
+		return "", err
+	}
 	return ws, CheckRlimits(s.Rlimits)
 }
 

@@ -52,7 +52,9 @@ type doctorReport struct {
 	DriverSource string         `json:"driver_source"`
 	Drivers      []driverReport `json:"drivers"`
 	Capabilities []capability   `json:"capabilities"`
-	OK           bool           `json:"ok"`
+	// WriteBudget says which bounds on a world's writes hold here.
+	WriteBudget []check `json:"write_budget"`
+	OK          bool    `json:"ok"`
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -63,7 +65,9 @@ func newDoctorCmd() *cobra.Command {
 		Long: `doctor checks, for every sandbox driver, the confinement this machine really
 offers (native: user namespaces, cgroups, seccomp, landlock, overlayfs, pivot_root;
 docker: daemon, API version, cgroup driver, images), and for every capability
-whether it exists, is configured, is visible and is ready.
+whether it exists, is configured, is visible and is ready. Under WRITE
+BUDGET it says which bounds on what a world writes hold here: the file
+size limit, the tmpfs sizes, the workspace overlay and a project quota.
 
 It exits 1 when the configured driver cannot confine, and says how to fix it.`,
 		Example: `  dsh doctor
@@ -104,6 +108,7 @@ func runDoctor(ctx context.Context, l *loaded) *doctorReport {
 		rep.Drivers = append(rep.Drivers, probeDriver(ctx, d, cfg))
 	}
 	rep.Capabilities = capabilities(cfg, rep)
+	rep.WriteBudget = writeBudget(cfg)
 	for _, d := range rep.Drivers {
 		if d.Name == cfg.Sandbox.Driver {
 			rep.OK = d.Ready && d.Confines
@@ -200,6 +205,7 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 			fmt.Fprintf(w, "     fix: %s\n", d.Fix)
 		}
 	}
+	printChecks(w, "WRITE BUDGET", rep.WriteBudget)
 	fmt.Fprintln(w, "\nCAPABILITIES")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tEXISTS\tCONFIGURED\tVISIBLE\tREADY\tDETAIL")

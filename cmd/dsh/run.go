@@ -64,7 +64,8 @@ out of memory (stderr, and "oom_killed": true in --json).`,
   dsh run -t -- bash
   dsh run ls -la
   dsh run -e GOFLAGS -w sub/dir -- go test ./...
-  dsh run --audit - -- curl -sS https://example.com`,
+  dsh run --audit - -- curl -sS https://example.com
+  dsh run --write-limit 1GiB --memory 512MiB -- ./build.sh`,
 		Args:        cobra.MinimumNArgs(1),
 		RunE:        runRun,
 		Annotations: map[string]string{failureStatusAnnotation: "125"},

@@ -42,6 +42,7 @@ func addWorldFlags(cmd *cobra.Command) {
 	f.Bool("no-limits", false, "run without memory, pids and cpu limits (where dsh cannot write cgroups); all other confinement stays")
 	addPolicyFlags(cmd)
 	addViewFlags(cmd)
+	addBudgetFlags(cmd)
 	bindConfigFlag(cmd, "driver", "sandbox.driver")
 	bindConfigFlag(cmd, "image", "sandbox.image")
 	bindConfigFlag(cmd, "memory", "sandbox.limits.memory")
@@ -228,6 +229,9 @@ func worldSpec(sb config.Sandbox, o worldOverrides) (*sandbox.Spec, error) {
 	spec.HomeAllow = slices.Clone(sb.Home.Allow)
 	spec.UnixSockets = sb.UnixSockets
 	lim := sb.Limits
+	if err := applyWriteLimit(spec, lim); err != nil {
+		return nil, err
+	}
 	if lim.Off {
 		if len(o.Limits) > 0 {
 			return nil, fmt.Errorf("--%s sets a limit, but limits are off (--no-limits or sandbox.limits.off); drop one of them", o.Limits[0])

@@ -58,7 +58,7 @@ func TestPlanWorld(t *testing.T) {
 				c.Sandbox.Masks = []string{"/srv/secret"}
 				c.Sandbox.Home.Allow = []string{"~/go"}
 				c.Sandbox.UnixSockets = true
-				c.Sandbox.Limits = config.Limits{Memory: "64MiB", Pids: 7, CPUs: 0.5}
+				c.Sandbox.Limits = config.Limits{Memory: "64MiB", Pids: 7, CPUs: 0.5, Write: "16MiB"}
 			},
 			o: worldOverrides{WorkspaceHome: true},
 			check: func(t *testing.T, p *worldPlan) {
@@ -75,6 +75,26 @@ func TestPlanWorld(t *testing.T) {
 				r := s.Resources
 				if *r.Memory.Limit != 64<<20 || *r.Pids.Limit != 7 || *r.CPU.Quota*2 != int64(*r.CPU.Period) {
 					t.Errorf("resources: memory %d, pids %d, cpu %d/%d; want 64MiB, 7, half a CPU", *r.Memory.Limit, *r.Pids.Limit, *r.CPU.Quota, *r.CPU.Period)
+				}
+			}},
+		{name: "the write limit holds with limits off",
+			cfg: func(c *config.Config) { c.Sandbox.Limits.Off, c.Sandbox.Limits.Write = true, "2MiB" },
+			check: func(t *testing.T, p *worldPlan) {
+				if p.spec.Resources != nil || p.spec.WriteLimit != 2<<20 {
+					t.Errorf("resources %v, write limit %d; want none and 2 MiB", p.spec.Resources, p.spec.WriteLimit)
+				}
+			}},
+		{name: "an unlimited write limit",
+			cfg: func(c *config.Config) { c.Sandbox.Limits.Write = "Unlimited" },
+			check: func(t *testing.T, p *worldPlan) {
+				if p.spec.WriteLimit != 0 {
+					t.Errorf("write limit %d, want 0 (none)", p.spec.WriteLimit)
+				}
+			}},
+		{name: "the default write limit",
+			check: func(t *testing.T, p *worldPlan) {
+				if p.spec.WriteLimit != sandbox.DefaultWriteLimit {
+					t.Errorf("write limit %d, want %d", p.spec.WriteLimit, sandbox.DefaultWriteLimit)
 				}
 			}},
 		{name: "limits off",

@@ -63,6 +63,8 @@ var checks = []check{
 	{"BindMountOptionsHonoured", true, checkBindMountOptions},
 	{"WorkspaceOwnerKept", false, checkWorkspaceOwnerKept},
 	{"MinimalRootShowsNoHostFiles", true, checkMinimalRoot},
+	{"WritesBoundedByBudget", true, checkWriteBudget},
+	{"TmpfsFullBeforeMemory", true, checkTmpfsFullBeforeMemory},
 }
 
 // The workspace is mounted read-write at the same path.

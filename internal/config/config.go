@@ -75,6 +75,11 @@ type Limits struct {
 	// an explicit choice, never a fallback: filesystem, network and
 	// syscall confinement are unchanged. Default false.
 	Off bool `mapstructure:"off"`
+	// Write is the write budget of a world: a size such as 4GiB (at least
+	// 1MiB), or "unlimited". No file a world writes grows past it
+	// (RLIMIT_FSIZE), and its tmpfs mounts hold no more together. It needs
+	// no cgroup, so Off leaves it on. Default 4GiB.
+	Write string `mapstructure:"write"`
 }
 
 // Web configures the web surface.

@@ -15,7 +15,7 @@ func Default() Config {
 		Sandbox: Sandbox{
 			Driver: "native",
 			Image:  "dsh/base:latest",
-			Limits: Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs()))},
+			Limits: Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs())), Write: "4GiB"},
 			Masks:  []string{},
 			Home:   Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
 			Mounts: []string{},

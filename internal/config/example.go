@@ -28,6 +28,7 @@ var keyDocs = map[string]string{
 	"sandbox.limits.pids":      "Maximum number of processes in a world, 1 to 4194304. Flag --pids.",
 	"sandbox.limits.cpus":      "CPUs' worth of time, 0.01 to this host's CPUs. The default is 2, or\nevery CPU of a host with fewer. Flag --cpus.",
 	"sandbox.limits.off":       "Run worlds without memory, pids and cpu limits, for hosts where dsh\ncannot write cgroups. Filesystem, network and syscall confinement stay.",
+	"sandbox.limits.write":     "Write budget of a world: a size such as 4GiB (at least 1MiB), or\nunlimited. No file it writes grows past it (RLIMIT_FSIZE: EFBIG), and\nits tmpfs mounts (/tmp, /dev/shm) hold no more together. Stays on with\nlimits off. Flag --write-limit.",
 	"sandbox.masks":            "Extra host paths (absolute or ~/path) hidden inside a world, beside\nthe built-in list of credential locations.",
 	"sandbox.home.allow":       "The ~/path locations of the home a world may read (read-only); the\nrest of the home is hidden. An empty list hides the whole home.",
 	"sandbox.unix_sockets":     "Let a world's processes create unix sockets (and so connect to any\nsocket in their view they may write).",

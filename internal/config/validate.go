@@ -27,6 +27,7 @@ func (c *Config) Validate(drivers []string) error {
 		bad("sandbox.driver", "%q is not a sandbox driver of this build; use one of: %s (flag --driver)", c.Sandbox.Driver, strings.Join(drivers, ", "))
 	}
 	validateLimits(c.Sandbox.Limits, bad)
+	validateWriteLimit(c.Sandbox.Limits.Write, bad)
 	for i, m := range c.Sandbox.Masks {
 		if !strings.HasPrefix(m, "/") && !strings.HasPrefix(m, "~/") {
 			bad(fmt.Sprintf("sandbox.masks[%d]", i), "%q is not an absolute path or ~/path", m)

@@ -28,6 +28,10 @@ const resolvConfPath = "/etc/resolv.conf"
 // where nothing listens, and Go's resolver does the same.
 const noDNS = "# dsh: this world has no DNS; names are resolved only by the egress proxy (HTTP_PROXY).\noptions attempts:1 timeout:1\n"
 
+// dockerDevBytes is the size of the tmpfs docker mounts at a
+// container's /dev (root-owned, mode 0755).
+const dockerDevBytes = 64 << 20
+
 // containerPlan is everything the driver decided about one world's
 // container before asking the daemon for it.
 type containerPlan struct {
@@ -50,6 +54,18 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 	if err := checkUnsupported(spec); err != nil {
 		return nil, nil, err
 	}
+	// The write budget (package sandbox): the Spec's tmpfs mounts and
+	// /dev/shm sized, RLIMIT_FSIZE among the rlimits. A root world can
+	// also write docker's own /dev, a tmpfs of dockerDevBytes the Engine
+	// API cannot size: it comes off the budget first.
+	var unsized int64
+	if uid, _, _ := strings.Cut(p.User, ":"); uid == "0" || uid == "root" {
+		unsized = dockerDevBytes
+	}
+	bounds := sandbox.Bounds(spec, unsized)
+	sized := *spec
+	sized.Mounts, sized.Rlimits = bounds.Mounts, bounds.Rlimits
+	spec = &sized
 	hostname := spec.Hostname
 	if hostname == "" {
 		hostname = "dsh"
@@ -89,7 +105,12 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 		// Removed by the daemon as soon as the init exits, which it does
 		// when dsh's connection ends: a crashed dsh leaves no container.
 		AutoRemove: true,
-		Tmpfs:      map[string]string{},
+		// The world's own /dev/shm (docker's would be ShmSize, with no
+		// inode limit): a private IPC namespace still gets it.
+		Tmpfs: map[string]string{bounds.Shm.Destination: strings.Join(bounds.Shm.Options, ",")},
+		// System V shared memory bounded and removed with its last
+		// process, in the world's private IPC namespace.
+		Sysctls: bounds.IPC,
 	}
 	if spec.NoNewPrivileges {
 		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")

@@ -81,8 +81,19 @@ func TestContainerConfigHardening(t *testing.T) {
 			t.Errorf("docker socket mounted: %+v", m)
 		}
 	}
-	if len(host.Ulimits) != 1 || host.Ulimits[0].Name != "nofile" || host.Ulimits[0].Hard > 65536 || host.Ulimits[0].Hard == 0 {
-		t.Errorf("Ulimits = %+v, want nofile <= 65536", host.Ulimits)
+	if len(host.Ulimits) != 2 || host.Ulimits[0].Name != "nofile" || host.Ulimits[0].Hard > 65536 || host.Ulimits[0].Hard == 0 {
+		t.Errorf("Ulimits = %+v, want nofile <= 65536 and fsize", host.Ulimits)
+	}
+	// The write budget: no file past it, /dev/shm and System V shared
+	// memory sized and bounded like /tmp (sandbox.Bounds).
+	if u := host.Ulimits[len(host.Ulimits)-1]; u.Name != "fsize" || u.Soft != sandbox.DefaultWriteLimit || u.Hard != sandbox.DefaultWriteLimit {
+		t.Errorf("Ulimits = %+v, want fsize at the write limit", host.Ulimits)
+	}
+	if shm := host.Tmpfs["/dev/shm"]; !strings.Contains(shm, "size=67108864") || !strings.Contains(shm, "nr_inodes=16384") || !strings.Contains(shm, "noexec") {
+		t.Errorf("Tmpfs[/dev/shm] = %q, want a sized noexec tmpfs", shm)
+	}
+	if host.Sysctls["kernel.shm_rmid_forced"] != "1" || host.Sysctls["kernel.shmmax"] != "67108864" {
+		t.Errorf("Sysctls = %v, want System V shared memory bounded and removed with its processes", host.Sysctls)
 	}
 }
 

@@ -125,17 +125,27 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	// dsh's own state (every world's directory) is never in a world.
 	masks := expandMasks(append(append([]string(nil), spec.Masks...), p.base), p.mapped)
 	homes, allow := homeLayout(spec.HomeAllow, ws, masks)
+	// The write budget: tmpfs sizes and RLIMIT_FSIZE (package sandbox).
+	bounds := sandbox.Bounds(spec, 0)
 	p.cfg = &nsinit.Config{
 		Workspace: ws, Hostname: spec.Hostname,
 		Masks: append(masks, homes...),
 		Allow: allow, Trees: p.mapped,
-		Mounts: spec.Mounts, Rlimits: spec.Rlimits,
+		Mounts: bounds.Mounts, Rlimits: bounds.Rlimits, Shm: bounds.Shm,
 		UID: uid, GID: gid, Groups: groups,
 		Exec: execArgv, ExecEnv: execEnv,
 		Trace:       os.Getenv("DSH_NATIVE_TRACE") == "1",
 		UnixSockets: spec.UnixSockets,
 	}
 	applyRoot(p.cfg, spec)
+	// Only a root of the world's user namespace (a root caller's mapped
+	// range) may set its IPC sysctls; an unprivileged world gets no
+	// System V shared memory rather than an unbounded one.
+	if p.mapped {
+		p.cfg.IPC = bounds.IPC
+	} else {
+		p.cfg.NoSysVShm = true
+	}
 	return p, nil
 }
 

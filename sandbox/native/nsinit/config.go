@@ -82,6 +82,17 @@ type Config struct {
 	// RootView, when set, replaces the host's root with a minimal one
 	// (Spec.Root minimal, rootview.go).
 	RootView *RootView
+	// Shm is the world's /dev/shm, a tmpfs as sandbox.Bounds sized it
+	// with the Spec's tmpfs mounts (Mounts).
+	Shm specs.Mount
+	// IPC are sysctls of the world's IPC namespace (kernel.shm*), as
+	// sandbox.Bounds decided them; stage 1 sets them.
+	IPC map[string]string
+	// NoSysVShm refuses System V shared memory (shmget) instead, for a
+	// world whose user namespace has no root: only its root may set the
+	// namespace's sysctls, and unbounded segments would outlive their
+	// processes in the world's memory.
+	NoSysVShm bool
 }
 
 // Encode returns c as the value of ConfigEnv.

@@ -104,6 +104,9 @@ func stage1() error {
 	tr := newTracer(cfg.Trace)
 	tr.note("drop(exec, init)", execDropTime)
 	tr.mark("sync")
+	if err := setIPC(cfg.IPC); err != nil {
+		return err
+	}
 	if err := buildRoot(cfg); err != nil {
 		return err
 	}
@@ -125,7 +128,7 @@ func stage1() error {
 		return fmt.Errorf("entering the workspace: %w", err)
 	}
 	tr.mark("net+rlimits")
-	prog, err := filterProgram()
+	prog, err := filterProgram(cfg.NoSysVShm)
 	tr.mark("filter")
 	if err != nil {
 		return err

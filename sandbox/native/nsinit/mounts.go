@@ -112,7 +112,7 @@ func buildRoot(c *Config) error {
 	if err := mountProc(root); err != nil {
 		return err
 	}
-	if err := mountDev(root); err != nil {
+	if err := mountDev(root, c.Shm); err != nil {
 		return err
 	}
 	if err := sealRoot(c); err != nil {
@@ -233,9 +233,9 @@ func mountProc(root string) error {
 }
 
 // mountDev builds a minimal /dev: a few host device nodes, a private
-// devpts, /dev/shm and the standard symlinks. The tmpfs is read-only
-// afterwards.
-func mountDev(root string) error {
+// devpts, /dev/shm (shm, sized by the driver) and the standard
+// symlinks. The tmpfs is read-only afterwards.
+func mountDev(root string, shm specs.Mount) error {
 	dev := filepath.Join(root, "dev")
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("mounting /dev: %w", err)
@@ -257,7 +257,11 @@ func mountDev(root string) error {
 	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return fmt.Errorf("mounting /dev/pts: %w", err)
 	}
-	if err := unix.Mount("tmpfs", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=64m"); err != nil {
+	so, err := sandbox.ParseMountOptions(shm.Options)
+	if err != nil || len(so.Data) == 0 {
+		return fmt.Errorf("mounting /dev/shm: the driver sized no /dev/shm (options %q, %v)", shm.Options, err)
+	}
+	if err := unix.Mount("tmpfs", filepath.Join(dev, "shm"), "tmpfs", so.Flags()|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, strings.Join(so.Data, ",")); err != nil {
 		return fmt.Errorf("mounting /dev/shm: %w", err)
 	}
 	for name, to := range map[string]string{

@@ -23,7 +23,10 @@ var namespaceFlags = []uint64{
 // kills any syscall made through another ABI (i386 int 0x80 on amd64),
 // because the library's own check lets other architectures fall through
 // to the default action, which for a deny list is "allow".
-func filterProgram() ([]unix.SockFilter, error) {
+//
+// With noSysVShm, shmget is refused too: System V shared memory the
+// driver could not bound (see Config.NoSysVShm).
+func filterProgram(noSysVShm bool) ([]unix.SockFilter, error) {
 	var withFlags []seccomp.NameWithConditions
 	for _, name := range []string{"unshare", "clone"} {
 		for _, f := range namespaceFlags {
@@ -33,10 +36,14 @@ func filterProgram() ([]unix.SockFilter, error) {
 			})
 		}
 	}
+	denied := sandbox.DeniedSyscalls
+	if noSysVShm {
+		denied = append(append([]string(nil), denied...), "shmget")
+	}
 	policy := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
-			{Names: sandbox.DeniedSyscalls, Action: seccomp.ActionErrno},
+			{Names: denied, Action: seccomp.ActionErrno},
 			{NamesWithCondtions: withFlags, Action: seccomp.ActionErrno},
 		},
 	}

@@ -82,6 +82,9 @@ func main() {
 		proxyenv(os.Args[1], args)
 	case "mountflags":
 		mountFlags(args[0], args[1])
+	case "fill":
+		n, _ := strconv.ParseInt(args[0], 10, 64)
+		fill(n, args[1:])
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)
