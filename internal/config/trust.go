@@ -40,6 +40,9 @@ var (
 	OnlyFalse = Class{"only-false", "an untrusted project file may only set false", onlyFalse}
 	// OnlyDeny keys (a policy default) may only be "deny".
 	OnlyDeny = Ranked("deny", "public")
+	// SmallerWriteLimit (sandbox.limits.write, where "unlimited" is the
+	// widest) may only get smaller.
+	SmallerWriteLimit = Class{"smaller-write-limit", "an untrusted project file may only lower it (unlimited is the widest)", smallerWriteLimit}
 	// Fewer keys (a list of what is allowed) may only lose entries.
 	Fewer = Class{"fewer", "an untrusted project file may only remove entries, never add them", fewer}
 	// More keys (a list of what is refused or hidden) may only gain entries.
@@ -84,6 +87,9 @@ var trustTable = map[string]Class{
 	"sandbox.masks":         More,
 	"sandbox.home.allow":    Fewer,
 	"sandbox.unix_sockets":  OnlyFalse,
+	"sandbox.limits.write":  SmallerWriteLimit,
+	"sandbox.mounts":        Widening, // every mount shows host files, :rw most of all
+	"sandbox.root":          Ranked("minimal", "host"),
 
 	"network.default": OnlyDeny,
 	"network.ports":   FewerPorts,
@@ -235,6 +241,20 @@ func smallerSize(before, after any) bool {
 	b, err1 := ParseSize(bs)
 	a, err2 := ParseSize(as)
 	return err1 == nil && err2 == nil && a <= b
+}
+
+func smallerWriteLimit(before, after any) bool {
+	bs, ok1 := before.(string)
+	as, ok2 := after.(string)
+	if !ok1 || !ok2 {
+		return false
+	}
+	b, err1 := WriteLimit(bs)
+	a, err2 := WriteLimit(as)
+	unbounded := func(n int64) uint64 { // 0 is no limit: the largest
+		return uint64(n - 1)
+	}
+	return err1 == nil && err2 == nil && unbounded(a) <= unbounded(b)
 }
 
 func smaller(before, after any) bool {
