@@ -73,6 +73,11 @@ type Spec struct {
 	// Labels are attached to every resource a driver creates, beside
 	// dsh's own labels, so leftovers can be found and reaped.
 	Labels map[string]string
+	// Protected are workspace paths (relative, a trailing slash marking
+	// a directory) that are read-only in the world, whether they exist
+	// or not: see PrepareProtected, which every driver applies. nil or
+	// empty protects nothing; DefaultSpec sets DefaultProtected.
+	Protected []string
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's
@@ -116,7 +121,8 @@ var DefaultHomeAllow = []string{
 
 // DefaultSpec returns the hardened default Spec for a workspace: read-only
 // root, tmpfs /tmp, no capabilities, no_new_privs, the driver's default
-// seccomp filter, the default limits and masks, and no network.
+// seccomp filter, the default limits, masks and protected paths, and no
+// network.
 func DefaultSpec(workspace string) *Spec {
 	mem := int64(DefaultMemoryBytes)
 	pids := int64(DefaultPids)
@@ -144,6 +150,7 @@ func DefaultSpec(workspace string) *Spec {
 			Pids:   &specs.LinuxPids{Limit: &pids},
 			CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
 		},
-		Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 65536, Soft: 65536}},
+		Rlimits:   []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 65536, Soft: 65536}},
+		Protected: append([]string(nil), DefaultProtected...),
 	}
 }

@@ -61,6 +61,8 @@ var checks = []check{
 	{"CommandProxyEnvFollowsTheRule", false, checkCommandProxyEnv},
 	{"LongLivedServerConn", false, checkLongLivedServer},
 	{"BindMountOptionsHonoured", true, checkBindMountOptions},
+	{"ProtectedPathsReadOnly", true, checkProtectedPaths},
+	{"NoPrivilegeBitsLeaveAWorld", true, checkNoPrivilegeBits},
 }
 
 // The workspace is mounted read-write at the same path.

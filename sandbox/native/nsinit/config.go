@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/dsh-dev/dsh/sandbox"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -79,6 +80,10 @@ type Config struct {
 	// Trace makes stage 1 print how long each setup step took to its
 	// stderr.
 	Trace bool
+	// Protected are the binds over the workspace's protected paths
+	// (sandbox.PrepareProtected), in order, made right after the
+	// workspace is mounted.
+	Protected []sandbox.ProtectedMount
 }
 
 // Encode returns c as the value of ConfigEnv.

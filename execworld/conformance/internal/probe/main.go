@@ -82,6 +82,14 @@ func main() {
 		proxyenv(os.Args[1], args)
 	case "mountflags":
 		mountFlags(args[0], args[1])
+	case "protect":
+		protect(args)
+	case "gitwrites":
+		gitwrites()
+	case "setuid":
+		setuid(args[0])
+	case "whoami":
+		whoami()
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)
