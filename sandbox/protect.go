@@ -188,7 +188,7 @@ func (p *Protection) resolve(root int, entry string, want map[string]bool) error
 			}
 			want[rel] = true
 			return nil
-		case errors.Is(err, unix.ELOOP):
+		case errors.Is(err, unix.ELOOP) || err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
 			target, _ := os.Readlink(filepath.Join(p.ws, rel))
 			return fmt.Errorf("%s in the workspace %s is a symbolic link (to %q): dsh cannot make it read-only without following it, and a world could replace the link", rel, p.ws, target)
 		case err != nil:

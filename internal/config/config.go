@@ -40,6 +40,11 @@ type Sandbox struct {
 	// host unix socket (in the workspace too) out of reach. With true, a
 	// world can connect to any socket in its view its identity may write.
 	UnixSockets bool `mapstructure:"unix_sockets"`
+	// Protected are workspace paths (relative; a trailing slash marks a
+	// directory) read-only in every world, whether they exist or not,
+	// replacing the built-in list (sandbox.DefaultProtected). Removing
+	// an entry widens what a world may change; adding one narrows it.
+	Protected []string `mapstructure:"protected"`
 }
 
 // Home configures the home directories inside a world (native driver:

@@ -18,6 +18,9 @@ func Default() Config {
 			Limits: Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs()))},
 			Masks:  []string{},
 			Home:   Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
+			// Read-only in every world: project configuration, git's
+			// configuration and hooks, editor tasks.
+			Protected: slices.Clone(sandbox.DefaultProtected),
 		},
 		Network: withLists(netpolicy.SandboxDefault()),
 		Web: Web{

@@ -30,6 +30,7 @@ var keyDocs = map[string]string{
 	"sandbox.limits.off":       "Run worlds without memory, pids and cpu limits, for hosts where dsh\ncannot write cgroups. Filesystem, network and syscall confinement stay.",
 	"sandbox.masks":            "Extra host paths (absolute or ~/path) hidden inside a world, beside\nthe built-in list of credential locations.",
 	"sandbox.home.allow":       "The ~/path locations of the home a world may read (read-only); the\nrest of the home is hidden. An empty list hides the whole home.",
+	"sandbox.protected":        "Workspace paths read-only in every world, present or not (a missing\none gets an empty read-only placeholder for the world's life); a\ntrailing slash marks a directory. Replaces the built-in list: an entry\nleft out can be written by a world.",
 	"sandbox.unix_sockets":     "Let a world's processes create unix sockets (and so connect to any\nsocket in their view they may write).",
 	"web.fetch.timeout":        "Timeout of one fetch: a duration such as 30s or 2m.",
 	"web.fetch.max_bytes":      "Largest response body read, in bytes.",
