@@ -17,10 +17,12 @@ import (
 // workspace — git's configuration, hooks and info (core.fsmonitor,
 // core.pager, hooks and filter drivers run at the next git status),
 // agent instructions and skills (.agents/), direnv's .envrc and editor
-// tasks (.vscode/). A trailing slash names a directory: it is the kind
-// of placeholder made when the path does not exist.
+// tasks (.vscode/). .git/commondir names the directory whose config and
+// hooks git uses instead of .git's own: a world writing it would bypass
+// .git/config. A trailing slash names a directory: it is the kind of
+// placeholder made when the path does not exist.
 var DefaultProtected = []string{
-	".git/config", ".git/hooks/", ".git/info/",
+	".git/config", ".git/commondir", ".git/hooks/", ".git/info/",
 	"dsh.yaml", ".dsh/", ".agents/", ".envrc", ".vscode/",
 }
 
@@ -52,8 +54,14 @@ type Protection struct {
 type placeholder struct {
 	rel      string
 	dir      bool
+	content  string // of a file
 	dev, ino uint64
 }
+
+// placeholderContent is what a file placeholder holds where empty would
+// break a tool: git dies on an empty commondir, and "." names the
+// repository itself, as no commondir does.
+var placeholderContent = map[string]string{".git/commondir": ".\n"}
 
 // CheckProtected checks Spec.Protected: every entry is a clean relative
 // path inside the workspace (a trailing slash marks a directory).
@@ -227,6 +235,9 @@ func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
 	} else {
 		var fd int
 		if fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+			if c := placeholderContent[rel]; c != "" {
+				_, err = unix.Write(fd, []byte(c))
+			}
 			unix.Close(fd)
 		}
 	}
@@ -240,7 +251,7 @@ func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
 	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
-	p.made = append(p.made, placeholder{rel: rel, dir: dir, dev: st.Dev, ino: st.Ino})
+	p.made = append(p.made, placeholder{rel: rel, dir: dir, content: placeholderContent[rel], dev: st.Dev, ino: st.Ino})
 	return nil
 }
 
@@ -262,7 +273,7 @@ func (p *Protection) hold(root int, rel string) error {
 }
 
 // Close removes the placeholders PrepareProtected made that are still
-// the empty file or directory it made and that no other world holds. Call
+// the file (as it wrote it) or empty directory it made and that no other world holds. Call
 // it once the world's processes are gone. Safe on a nil Protection.
 func (p *Protection) Close() error {
 	if p == nil {
@@ -297,8 +308,14 @@ func (p *Protection) remove(root int, ph placeholder) error {
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Dev != ph.dev || st.Ino != ph.ino || !ph.dir && st.Size != 0 {
+	if unix.Fstat(fd, &st) != nil || st.Dev != ph.dev || st.Ino != ph.ino || !ph.dir && st.Size != int64(len(ph.content)) {
 		return nil
+	}
+	if !ph.dir && ph.content != "" {
+		b := make([]byte, len(ph.content)+1)
+		if n, _ := unix.Pread(fd, b, 0); string(b[:n]) != ph.content {
+			return nil
+		}
 	}
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return nil // another world on this workspace mounts it

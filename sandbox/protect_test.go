@@ -52,7 +52,7 @@ func TestPrepareProtectedRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ro .agents", "ro .dsh", "ro .envrc", "pin .git", "ro .vscode", "ro dsh.yaml", "ro .git/config", "ro .git/hooks", "ro .git/info"}
+	want := []string{"ro .agents", "ro .dsh", "ro .envrc", "pin .git", "ro .vscode", "ro dsh.yaml", "ro .git/commondir", "ro .git/config", "ro .git/hooks", "ro .git/info"}
 	if got := mounts(ws, p); !reflect.DeepEqual(got, want) {
 		t.Errorf("mounts %q, want %q", got, want)
 	}
@@ -62,8 +62,15 @@ func TestPrepareProtectedRepository(t *testing.T) {
 			t.Errorf("placeholder %s: %v, %v (want an empty directory: %v)", f, fi, err, dir)
 		}
 	}
+	// git dies on an empty commondir; "." is the repository itself.
+	if b, err := os.ReadFile(filepath.Join(ws, ".git/commondir")); err != nil || string(b) != ".\n" {
+		t.Errorf(".git/commondir placeholder: %q, %v", b, err)
+	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if got, want := entries(t, filepath.Join(ws, ".git")), []string{"config", "hooks", "info", "objects"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after Close .git holds %q, want %q", got, want)
 	}
 	if got, want := entries(t, ws), []string{".git", "dsh.yaml"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after Close the workspace holds %q, want %q", got, want)

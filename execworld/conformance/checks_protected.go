@@ -18,9 +18,10 @@ import (
 
 // protectedWrites are the writes of the default protected paths a world
 // tries: project configuration dsh reads, and git's configuration and
-// hooks that the user's own git runs unconfined.
+// hooks that the user's own git runs unconfined (commondir would point
+// git at another directory's config).
 var protectedWrites = []string{
-	"write:dsh.yaml", "write:.git/config", "write:.git/hooks/x", "write:.git/info/exclude",
+	"write:dsh.yaml", "write:.git/config", "write:.git/commondir", "write:.git/hooks/x", "write:.git/info/exclude",
 	"write:.dsh/skills/x", "write:.agents/x", "write:.envrc", "write:.vscode/tasks.json",
 }
 
@@ -156,12 +157,14 @@ g add committed && g commit -q -m from-world && echo committed`}})
 		return []string{fmt.Sprintf("git commit inside the world: exit %d, %s%s", res.ExitCode(), res.Stdout.Data, res.Stderr.Data)}
 	}
 	if _, err := exec.LookPath("git"); err != nil {
+		s.logf("git commit inside the world worked (the host has no git to read it back)")
 		return nil
 	}
 	b, err := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "-C", w.ws, "log", "-1", "--format=%s").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(b)) != "from-world" {
 		return []string{fmt.Sprintf("the world's commit is not in the repository on the host: %q, %v", b, err)}
 	}
+	s.logf("git commit inside the world worked, and the host's git log shows it")
 	return nil
 }
 
