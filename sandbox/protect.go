@@ -47,6 +47,8 @@ type Protection struct {
 	ws     string
 	made   []placeholder
 	held   []*os.File // a shared lock on every read-only path, for the world's life
+
+	worldIsCaller bool
 }
 
 // placeholder is an empty file or directory dsh made where a protected
@@ -106,13 +108,19 @@ func CheckProtected(list []string) error {
 //     following it, its target may be outside the workspace, and a world
 //     could replace the link itself.
 //
+// worldIsCaller says the world writes the workspace with this process's
+// own ids and no capability (the native driver run unprivileged): where
+// this process may not create a placeholder, the world may not create the
+// path either, so it needs none. Otherwise a placeholder that cannot be
+// made is an error.
+//
 // Close removes the placeholders, unless they are no longer empty or
 // another world still uses them. On error nothing is left behind.
-func PrepareProtected(ws string, list []string) (_ *Protection, err error) {
+func PrepareProtected(ws string, list []string, worldIsCaller bool) (_ *Protection, err error) {
 	if err := CheckProtected(list); err != nil {
 		return nil, err
 	}
-	p := &Protection{ws: ws}
+	p := &Protection{ws: ws, worldIsCaller: worldIsCaller}
 	if len(list) == 0 {
 		return p, nil
 	}
@@ -128,9 +136,14 @@ func PrepareProtected(ws string, list []string) (_ *Protection, err error) {
 	}()
 	want := map[string]bool{} // rel → read-only (else a pin)
 	for i, entry := range list {
-		if err := p.resolve(root, entry, want); err != nil {
+		err := p.resolve(root, entry, want)
+		var link *linkError
+		switch {
+		case errors.As(err, &link):
 			return nil, &SpecError{Field: fmt.Sprintf("Protected[%d]", i), Msg: err.Error(),
 				Fix: "replace the link with what it names, or remove the entry from sandbox.protected"}
+		case err != nil:
+			return nil, fmt.Errorf("protected path %s: %w; dsh must be able to make it read-only (give dsh's user write access to the workspace, or remove the entry from sandbox.protected)", entry, err)
 		}
 	}
 	rels := make([]string, 0, len(want))
@@ -189,7 +202,7 @@ func (p *Protection) resolve(root int, entry string, want map[string]bool) error
 		}
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			if err := p.makePlaceholder(root, rel, isDir || !last); errors.Is(err, errReadOnlyFS) {
+			if err := p.makePlaceholder(root, rel, isDir || !last); errors.Is(err, errCannotCreate) {
 				return nil
 			} else if err != nil {
 				return err
@@ -198,7 +211,7 @@ func (p *Protection) resolve(root int, entry string, want map[string]bool) error
 			return nil
 		case errors.Is(err, unix.ELOOP) || err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
 			target, _ := os.Readlink(filepath.Join(p.ws, rel))
-			return fmt.Errorf("%s in the workspace %s is a symbolic link (to %q): dsh cannot make it read-only without following it, and a world could replace the link", rel, p.ws, target)
+			return &linkError{rel: rel, ws: p.ws, target: target}
 		case err != nil:
 			return fmt.Errorf("%s in the workspace %s: %w", rel, p.ws, err)
 		case last || st.Mode&unix.S_IFMT != unix.S_IFDIR:
@@ -212,9 +225,17 @@ func (p *Protection) resolve(root int, entry string, want map[string]bool) error
 	return nil
 }
 
-// errReadOnlyFS is a placeholder the workspace's file system refuses:
-// it is read-only, for the world too.
-var errReadOnlyFS = errors.New("read-only file system")
+// linkError is a symbolic link on a protected path.
+type linkError struct{ rel, ws, target string }
+
+func (e *linkError) Error() string {
+	return fmt.Sprintf("%s in the workspace %s is a symbolic link (to %q): dsh cannot make it read-only without following it, and a world could replace the link", e.rel, e.ws, e.target)
+}
+
+// errCannotCreate is a placeholder the world could not create either:
+// the workspace's file system is read-only, or (worldIsCaller) this
+// process, whose ids the world has, may not write the directory.
+var errCannotCreate = errors.New("the world cannot create it either")
 
 // makePlaceholder makes an empty directory or file at rel, whose parent
 // exists (it was just resolved beneath the workspace).
@@ -241,8 +262,8 @@ func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
 			unix.Close(fd)
 		}
 	}
-	if errors.Is(err, unix.EROFS) {
-		return errReadOnlyFS // no world can create anything there either
+	if errors.Is(err, unix.EROFS) || p.worldIsCaller && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+		return errCannotCreate // no world can create anything there either
 	}
 	if err != nil {
 		return fmt.Errorf("making the read-only placeholder %s in the workspace %s: %w (dsh makes one where a protected path is missing, so that no world can create it)", rel, p.ws, err)

@@ -48,7 +48,7 @@ func TestPrepareProtectedRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := PrepareProtected(ws, DefaultProtected)
+	p, err := PrepareProtected(ws, DefaultProtected, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestPrepareProtectedRepository(t *testing.T) {
 // placeholder that covers config, hooks and info.
 func TestPrepareProtectedEmpty(t *testing.T) {
 	ws := t.TempDir()
-	p, err := PrepareProtected(ws, DefaultProtected)
+	p, err := PrepareProtected(ws, DefaultProtected, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +102,11 @@ func TestPrepareProtectedEmpty(t *testing.T) {
 // world on the same workspace still holds.
 func TestPrepareProtectedCloseLeaves(t *testing.T) {
 	ws := t.TempDir()
-	a, err := PrepareProtected(ws, []string{"dsh.yaml", ".dsh/"})
+	a, err := PrepareProtected(ws, []string{"dsh.yaml", ".dsh/"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := PrepareProtected(ws, []string{".dsh/"})
+	b, err := PrepareProtected(ws, []string{".dsh/"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPrepareProtectedSymlink(t *testing.T) {
 		if err := os.Symlink("/etc", filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := PrepareProtected(ws, DefaultProtected)
+		_, err := PrepareProtected(ws, DefaultProtected, false)
 		var se *SpecError
 		if !errors.As(err, &se) || !strings.HasPrefix(se.Field, "Protected[") || !strings.Contains(se.Msg, link+" in the workspace") || !strings.Contains(se.Msg, "symbolic link") {
 			t.Errorf("%s a link: %v", link, err)
@@ -145,7 +145,7 @@ func TestPrepareProtectedSymlink(t *testing.T) {
 func TestPrepareProtectedGitFile(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: /elsewhere\n"), 0o644)
-	p, err := PrepareProtected(ws, []string{".git/config", ".git/hooks/"})
+	p, err := PrepareProtected(ws, []string{".git/config", ".git/hooks/"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,5 +166,24 @@ func TestCheckProtected(t *testing.T) {
 	}
 	if _, err := Validate(&Spec{Workspace: t.TempDir(), Protected: []string{"../x"}}); err == nil || !strings.Contains(err.Error(), "Spec.Protected[0]") {
 		t.Errorf("Validate: %v", err)
+	}
+}
+
+// A directory this process may not write gets no placeholder when the
+// world has this process's ids (it cannot create anything there either),
+// and is an error naming the path and the fix otherwise.
+func TestPrepareProtectedUnwritable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes every directory; the unprivileged native leg covers this")
+	}
+	ws := t.TempDir()
+	os.Chmod(ws, 0o555)
+	defer os.Chmod(ws, 0o755)
+	p, err := PrepareProtected(ws, DefaultProtected, true)
+	if err != nil || len(p.Mounts) != 0 {
+		t.Errorf("world with the caller's ids: %v, %v", p, err)
+	}
+	if _, err := PrepareProtected(ws, DefaultProtected, false); err == nil || !strings.Contains(err.Error(), "placeholder") || !strings.Contains(err.Error(), "write access to the workspace") {
+		t.Errorf("another world identity: %v", err)
 	}
 }

@@ -7,7 +7,9 @@ import "github.com/dsh-dev/dsh/sandbox"
 // it made are removed once the init and every process of the world are
 // gone (the undo runs after the kill, which a later step pushes).
 func (s *starting) protect() error {
-	prot, err := sandbox.PrepareProtected(s.ws, s.protected)
+	// Unmapped (an unprivileged caller), the world writes with the
+	// caller's own ids and no capability.
+	prot, err := sandbox.PrepareProtected(s.ws, s.protected, !s.mapped)
 	if err != nil {
 		return invalid(err)
 	}
