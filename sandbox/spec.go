@@ -96,6 +96,11 @@ type Spec struct {
 	// and its System V shared memory hold no more than it together: see
 	// Bounds, which every driver applies.
 	WriteLimit int64
+	// Protected are workspace paths (relative, a trailing slash marking
+	// a directory) that are read-only in the world, whether they exist
+	// or not: see PrepareProtected, which every driver applies. nil or
+	// empty protects nothing; DefaultSpec sets DefaultProtected.
+	Protected []string
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's
@@ -139,7 +144,8 @@ var DefaultHomeAllow = []string{
 
 // DefaultSpec returns the hardened default Spec for a workspace: read-only
 // root, tmpfs /tmp, no capabilities, no_new_privs, the driver's default
-// seccomp filter, the default limits, write limit and masks, and no
+// seccomp filter, the default limits, write limit, masks and protected
+// paths, and no
 // network.
 func DefaultSpec(workspace string) *Spec {
 	mem := int64(DefaultMemoryBytes)
@@ -170,5 +176,6 @@ func DefaultSpec(workspace string) *Spec {
 		},
 		Rlimits:    []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 65536, Soft: 65536}},
 		WriteLimit: DefaultWriteLimit,
+		Protected:  append([]string(nil), DefaultProtected...),
 	}
 }

@@ -64,6 +64,9 @@ func Validate(s *Spec) (workspace string, err error) {
 	if err := CheckWriteBudget(s); err != nil {
 		return "", err
 	}
+	if err := CheckProtected(s.Protected); err != nil {
+		return "", err
+	}
 	return ws, CheckRlimits(s.Rlimits)
 }
 

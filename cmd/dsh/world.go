@@ -227,6 +227,7 @@ func worldSpec(sb config.Sandbox, o worldOverrides) (*sandbox.Spec, error) {
 	}
 	spec.Masks = append(spec.Masks, sb.Masks...)
 	spec.HomeAllow = slices.Clone(sb.Home.Allow)
+	spec.Protected = slices.Clone(sb.Protected)
 	spec.UnixSockets = sb.UnixSockets
 	lim := sb.Limits
 	if err := applyWriteLimit(spec, lim); err != nil {

@@ -65,6 +65,8 @@ var checks = []check{
 	{"MinimalRootShowsNoHostFiles", true, checkMinimalRoot},
 	{"WritesBoundedByBudget", true, checkWriteBudget},
 	{"TmpfsFullBeforeMemory", true, checkTmpfsFullBeforeMemory},
+	{"ProtectedPathsReadOnly", true, checkProtectedPaths},
+	{"NoPrivilegeBitsLeaveAWorld", true, checkNoPrivilegeBits},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -48,6 +48,11 @@ type Sandbox struct {
 	// masks) or minimal (programs, libraries and an allow-list of /etc;
 	// native driver only). Default host. Flag --root.
 	Root string `mapstructure:"root"`
+	// Protected are workspace paths (relative; a trailing slash marks a
+	// directory) read-only in every world, whether they exist or not,
+	// replacing the built-in list (sandbox.DefaultProtected). Removing
+	// an entry widens what a world may change; adding one narrows it.
+	Protected []string `mapstructure:"protected"`
 }
 
 // Home configures the home directories inside a world (native driver:

@@ -20,6 +20,9 @@ func Default() Config {
 			Home:   Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
 			Mounts: []string{},
 			Root:   sandbox.RootHost,
+			// Read-only in every world: project configuration, git's
+			// configuration and hooks, editor tasks.
+			Protected: slices.Clone(sandbox.DefaultProtected),
 		},
 		Network: withLists(netpolicy.SandboxDefault()),
 		Web: Web{

@@ -31,6 +31,7 @@ var keyDocs = map[string]string{
 	"sandbox.limits.write":     "Write budget of a world: a size such as 4GiB (at least 1MiB), or\nunlimited. No file it writes grows past it (RLIMIT_FSIZE: EFBIG), and\nits tmpfs mounts (/tmp, /dev/shm) hold no more together. Stays on with\nlimits off. Flag --write-limit.",
 	"sandbox.masks":            "Extra host paths (absolute or ~/path) hidden inside a world, beside\nthe built-in list of credential locations.",
 	"sandbox.home.allow":       "The ~/path locations of the home a world may read (read-only); the\nrest of the home is hidden. An empty list hides the whole home.",
+	"sandbox.protected":        "Workspace paths read-only in every world, present or not (a missing\none gets an empty read-only placeholder for the world's life); a\ntrailing slash marks a directory. Replaces the built-in list: an entry\nleft out can be written by a world.",
 	"sandbox.unix_sockets":     "Let a world's processes create unix sockets (and so connect to any\nsocket in their view they may write).",
 	"sandbox.mounts":           "Extra bind mounts, SRC:DST[:ro|rw] with absolute paths. A source outside\nthe workspace is read-only unless :rw says so. Flag -v/--mount adds one.",
 	"sandbox.root":             "The world's view of the host's root: host (read-only, masked) or\nminimal (only /usr, /bin, /sbin, /lib* and an allow-list of /etc; native\ndriver only). Flag --root.",

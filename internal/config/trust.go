@@ -90,6 +90,7 @@ var trustTable = map[string]Class{
 	"sandbox.limits.write":  SmallerWriteLimit,
 	"sandbox.mounts":        Widening, // every mount shows host files, :rw most of all
 	"sandbox.root":          Ranked("minimal", "host"),
+	"sandbox.protected":     More,
 
 	"network.default": OnlyDeny,
 	"network.ports":   FewerPorts,

@@ -45,6 +45,9 @@ type containerPlan struct {
 	EgressDir  string   // host directory holding the egress socket; "" for none
 	Labels     map[string]string
 	Home       string // invoking user's home, for "~" in masks
+	// Protected are the binds over the workspace's protected paths
+	// (sandbox.PrepareProtected).
+	Protected []sandbox.ProtectedMount
 }
 
 // containerConfig turns a Spec and a plan into the Engine API's container
@@ -135,6 +138,7 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 		mount.Mount{Type: mount.TypeBind, Source: p.InitPath, Target: initMountPath, ReadOnly: true},
 		mount.Mount{Type: mount.TypeBind, Source: spec.Workspace, Target: spec.Workspace},
 	)
+	host.Mounts = append(host.Mounts, protectedMounts(p.Protected)...)
 	if p.EgressDir != "" {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.EgressDir, Target: egressMountPath, ReadOnly: true})
 	}

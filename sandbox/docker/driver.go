@@ -172,6 +172,10 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		Labels:     labels,
 	}
 	plan.Home, _ = os.UserHomeDir()
+	if w.protection, err = sandbox.PrepareProtected(spec.Workspace, spec.Protected, false); err != nil {
+		return nil, invalid(err)
+	}
+	plan.Protected = w.protection.Mounts
 	if spec.Egress {
 		if err := w.openEgress(); err != nil {
 			return nil, err

@@ -39,6 +39,7 @@ type world struct {
 	broker      *net.UnixConn     // the init's egress broker connection
 	serveDone   chan struct{}     // closed when the broker has stopped
 	fate        *containerFate
+	protection  *sandbox.Protection // placeholders of protected paths, removed after the container
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -107,6 +108,9 @@ func (w *world) teardown() error {
 		if err := w.d.removeContainer(ctx, w.containerID); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := w.protection.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	if w.listener != nil {
 		w.listener.Close()

@@ -84,6 +84,7 @@ type plan struct {
 	cgParent   string
 	cfg        *nsinit.Config // Root and the egress fields are filled in by the steps
 	serve      bool           // serve pid1, else exec cfg.Exec
+	protected  []string       // Spec.Protected, prepared by the protect step
 }
 
 // plan checks spec and decides everything of the world that needs
@@ -93,7 +94,7 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{ws: ws, serve: execArgv == nil}
+	p := &plan{ws: ws, serve: execArgv == nil, protected: spec.Protected}
 	if p.worldID, p.egress, err = opts.Resolve(spec); err != nil {
 		return nil, invalid(err)
 	}
@@ -184,6 +185,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 	defer s.transient.run()
 	for _, step := range []func() error{
 		s.makeState,     // the world's directory and root mount point
+		s.protect,       // placeholders and binds of the protected paths
 		s.connectEgress, // the broker connection dsh serves
 		s.makeCgroup,    // the world's cgroup, if it has limits
 		s.openChannels,  // sync socket, ready pipe, the binary

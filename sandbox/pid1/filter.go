@@ -33,6 +33,8 @@ import (
 // runtime takes such a SIGSEGV, SIGBUS or SIGILL for a fault of its own
 // and crashes (see signals.go); clone3, whose flags a filter cannot
 // read, fails with ENOSYS, so C libraries and Go fall back to clone.
+// And no set-user-ID, set-group-ID bits through any call that sets a
+// file's mode (see filter_mode.go).
 
 // seccomp_data offsets (include/uapi/linux/seccomp.h); arguments are 64
 // bits wide, and the kernel reads only the low half of the int arguments
@@ -186,6 +188,7 @@ func worldFilter(unixSockets bool) ([]bpf.RawInstruction, error) {
 		onSyscall(unix.SYS_PIDFD_SEND_SIGNAL, pidfdSignal),
 		onSyscall(unix.SYS_FCNTL, fcntl),
 		onSyscall(unix.SYS_CLONE, clone),
+		modeRules(),
 		retIf(unix.SYS_CLONE3, retErrno(unix.ENOSYS)),
 		retIf(unix.SYS_IO_URING_SETUP, retErrno(unix.EPERM)),
 		retIf(unix.SYS_IO_URING_ENTER, retErrno(unix.EPERM)),

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/dsh-dev/dsh/sandbox"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -93,6 +94,10 @@ type Config struct {
 	// namespace's sysctls, and unbounded segments would outlive their
 	// processes in the world's memory.
 	NoSysVShm bool
+	// Protected are the binds over the workspace's protected paths
+	// (sandbox.PrepareProtected), in order, made right after the
+	// workspace is mounted.
+	Protected []sandbox.ProtectedMount
 }
 
 // Encode returns c as the value of ConfigEnv.

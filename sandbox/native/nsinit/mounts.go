@@ -96,6 +96,9 @@ func buildRoot(c *Config) error {
 	}); err != nil {
 		return fmt.Errorf("mounting the workspace: %w", err)
 	}
+	if err := protectPaths(root, c); err != nil {
+		return err
+	}
 	for _, m := range c.Masks {
 		if IsBelow(c.Workspace, m) || coversAny(c.Allow, m) {
 			continue

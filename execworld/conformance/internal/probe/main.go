@@ -85,6 +85,14 @@ func main() {
 	case "fill":
 		n, _ := strconv.ParseInt(args[0], 10, 64)
 		fill(n, args[1:])
+	case "protect":
+		protect(args)
+	case "gitwrites":
+		gitwrites()
+	case "setuid":
+		setuid(args[0])
+	case "whoami":
+		whoami()
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)

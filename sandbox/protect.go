@@ -1,0 +1,362 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultProtected are the workspace paths no world may write: the
+// project configuration dsh itself reads (dsh.yaml, .dsh/), and files
+// the user's own tools run unconfined when they next touch the
+// workspace — git's configuration, hooks and info (core.fsmonitor,
+// core.pager, hooks and filter drivers run at the next git status),
+// agent instructions and skills (.agents/), direnv's .envrc and editor
+// tasks (.vscode/). .git/commondir names the directory whose config and
+// hooks git uses instead of .git's own: a world writing it would bypass
+// .git/config. A trailing slash names a directory: it is the kind of
+// placeholder made when the path does not exist.
+var DefaultProtected = []string{
+	".git/config", ".git/commondir", ".git/hooks/", ".git/info/",
+	"dsh.yaml", ".dsh/", ".agents/", ".envrc", ".vscode/",
+}
+
+// ProtectedMount is one bind of a workspace path over itself that a
+// driver adds after the workspace mount, in the order given (parents
+// before children).
+type ProtectedMount struct {
+	// Path is the absolute host path, the same inside the world.
+	Path string
+	// ReadOnly is set for a protected path (or the placeholder standing
+	// for a missing one). A mount without it is a pin: a directory that
+	// holds protected paths, bound read-write over itself so that it is
+	// a mount point, which no world can rename or remove to put another
+	// in its place (rename and rmdir of a mount point fail with EBUSY).
+	ReadOnly bool
+}
+
+// Protection is what PrepareProtected made for one world: the mounts
+// its driver adds, and the placeholders it removes on Close.
+type Protection struct {
+	Mounts []ProtectedMount
+	ws     string
+	made   []placeholder
+	held   []*os.File // a shared lock on every read-only path, for the world's life
+
+	worldIsCaller bool
+}
+
+// placeholder is an empty file or directory dsh made where a protected
+// path was missing.
+type placeholder struct {
+	rel      string
+	dir      bool
+	content  string // of a file
+	dev, ino uint64
+}
+
+// placeholderContent is what a file placeholder holds where empty would
+// break a tool: git dies on an empty commondir, and "." names the
+// repository itself, as no commondir does.
+var placeholderContent = map[string]string{".git/commondir": ".\n"}
+
+// CheckProtected checks Spec.Protected: every entry is a clean relative
+// path inside the workspace (a trailing slash marks a directory).
+func CheckProtected(list []string) error {
+	for i, p := range list {
+		rel := strings.TrimSuffix(p, "/")
+		bad := ""
+		switch {
+		case rel == "" || rel == ".":
+			bad = "is empty or the workspace itself"
+		case filepath.IsAbs(rel):
+			bad = "is absolute"
+		case filepath.Clean(rel) != rel:
+			bad = fmt.Sprintf("is not clean (%q)", filepath.Clean(rel))
+		case rel == ".." || strings.HasPrefix(rel, "../"):
+			bad = "leaves the workspace"
+		}
+		if bad != "" {
+			return &SpecError{Field: fmt.Sprintf("Protected[%d]", i), Msg: fmt.Sprintf("%q %s", p, bad),
+				Fix: "give a path relative to the workspace, such as .git/config or .dsh/ (a trailing slash marks a directory)"}
+		}
+	}
+	return nil
+}
+
+// PrepareProtected decides, on the host and before the world runs, the
+// mounts that make list read-only in a world on the workspace ws (a real
+// path, as Validate returns it). Paths are resolved beneath ws without
+// following any symbolic link (openat2 with RESOLVE_BENEATH and
+// RESOLVE_NO_SYMLINKS):
+//   - an existing path is bound read-only over itself, and each directory
+//     between the workspace and it is pinned (see ProtectedMount);
+//   - at the first missing component, dsh makes an empty placeholder
+//     (a directory, or an empty file for a last component without a
+//     trailing slash) and binds it read-only, so the world can create
+//     nothing there: a missing .git becomes an empty read-only .git,
+//     where no repository (config, hooks, gitdir file) can be planted;
+//   - a component that is a file where a directory was expected (a
+//     worktree's .git file) is bound read-only itself: nothing can be
+//     below it, and it cannot be replaced;
+//   - a symbolic link is refused: a link cannot be bound without
+//     following it, its target may be outside the workspace, and a world
+//     could replace the link itself.
+//
+// worldIsCaller says the world writes the workspace with this process's
+// own ids and no capability (the native driver run unprivileged): where
+// this process may not create a placeholder, the world may not create the
+// path either, so it needs none. Otherwise a placeholder that cannot be
+// made is an error.
+//
+// Close removes the placeholders, unless they are no longer empty or
+// another world still uses them. On error nothing is left behind.
+func PrepareProtected(ws string, list []string, worldIsCaller bool) (_ *Protection, err error) {
+	if err := CheckProtected(list); err != nil {
+		return nil, err
+	}
+	p := &Protection{ws: ws, worldIsCaller: worldIsCaller}
+	if len(list) == 0 {
+		return p, nil
+	}
+	root, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("protected paths: opening the workspace %s: %w", ws, err)
+	}
+	defer unix.Close(root)
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	want := map[string]bool{} // rel → read-only (else a pin)
+	for i, entry := range list {
+		err := p.resolve(root, entry, want)
+		var link *linkError
+		switch {
+		case errors.As(err, &link):
+			return nil, &SpecError{Field: fmt.Sprintf("Protected[%d]", i), Msg: err.Error(),
+				Fix: "replace the link with what it names, or remove the entry from sandbox.protected"}
+		case err != nil:
+			return nil, fmt.Errorf("protected path %s: %w; dsh must be able to make it read-only (give dsh's user write access to the workspace, or remove the entry from sandbox.protected)", entry, err)
+		}
+	}
+	rels := make([]string, 0, len(want))
+	for rel := range want {
+		rels = append(rels, rel)
+	}
+	// Parents first; nothing below a read-only mount (it covers them).
+	slices.SortFunc(rels, func(a, b string) int {
+		if d := strings.Count(a, "/") - strings.Count(b, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	for _, rel := range rels {
+		covered := false
+		for _, m := range p.Mounts {
+			covered = covered || m.ReadOnly && strings.HasPrefix(rel, strings.TrimPrefix(m.Path, ws+"/")+"/")
+		}
+		if !covered {
+			p.Mounts = append(p.Mounts, ProtectedMount{Path: filepath.Join(ws, rel), ReadOnly: want[rel]})
+		}
+	}
+	for _, m := range p.Mounts {
+		if m.ReadOnly {
+			if err := p.hold(root, strings.TrimPrefix(m.Path, ws+"/")); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// beneath is how every protected path is resolved: inside the workspace,
+// through no symbolic link.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+func openBeneath(root int, rel string, flags int) (int, error) {
+	return unix.Openat2(root, rel, &unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: beneath})
+}
+
+// resolve walks entry's components and records the mounts it needs.
+func (p *Protection) resolve(root int, entry string, want map[string]bool) error {
+	isDir := strings.HasSuffix(entry, "/")
+	comps := strings.Split(strings.TrimSuffix(entry, "/"), "/")
+	for i := range comps {
+		rel := strings.Join(comps[:i+1], "/")
+		if want[rel] {
+			return nil // read-only already, with everything below
+		}
+		last := i == len(comps)-1
+		var st unix.Stat_t
+		fd, err := openBeneath(root, rel, unix.O_PATH)
+		if err == nil {
+			err = unix.Fstat(fd, &st)
+			unix.Close(fd)
+		}
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			if err := p.makePlaceholder(root, rel, isDir || !last); errors.Is(err, errCannotCreate) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			want[rel] = true
+			return nil
+		case errors.Is(err, unix.ELOOP) || err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			target, _ := os.Readlink(filepath.Join(p.ws, rel))
+			return &linkError{rel: rel, ws: p.ws, target: target}
+		case err != nil:
+			return fmt.Errorf("%s in the workspace %s: %w", rel, p.ws, err)
+		case last || st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			// The path itself, or a file where its directory would be.
+			want[rel] = true
+			return nil
+		default:
+			want[rel] = false
+		}
+	}
+	return nil
+}
+
+// linkError is a symbolic link on a protected path.
+type linkError struct{ rel, ws, target string }
+
+func (e *linkError) Error() string {
+	return fmt.Sprintf("%s in the workspace %s is a symbolic link (to %q): dsh cannot make it read-only without following it, and a world could replace the link", e.rel, e.ws, e.target)
+}
+
+// errCannotCreate is a placeholder the world could not create either:
+// the workspace's file system is read-only, or (worldIsCaller) this
+// process, whose ids the world has, may not write the directory.
+var errCannotCreate = errors.New("the world cannot create it either")
+
+// makePlaceholder makes an empty directory or file at rel, whose parent
+// exists (it was just resolved beneath the workspace).
+func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
+	parent, name := filepath.Split(rel)
+	pfd := root
+	if parent != "" {
+		fd, err := openBeneath(root, strings.TrimSuffix(parent, "/"), unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return fmt.Errorf("%s in the workspace %s: %w", parent, p.ws, err)
+		}
+		defer unix.Close(fd)
+		pfd = fd
+	}
+	var err error
+	if dir {
+		err = unix.Mkdirat(pfd, name, 0o755)
+	} else {
+		var fd int
+		if fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+			if c := placeholderContent[rel]; c != "" {
+				_, err = unix.Write(fd, []byte(c))
+			}
+			unix.Close(fd)
+		}
+	}
+	if errors.Is(err, unix.EROFS) || p.worldIsCaller && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+		return errCannotCreate // no world can create anything there either
+	}
+	if err != nil {
+		return fmt.Errorf("making the read-only placeholder %s in the workspace %s: %w (dsh makes one where a protected path is missing, so that no world can create it)", rel, p.ws, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	p.made = append(p.made, placeholder{rel: rel, dir: dir, content: placeholderContent[rel], dev: st.Dev, ino: st.Ino})
+	return nil
+}
+
+// hold takes a shared lock on a read-only path for the world's life: a
+// world closing at the same time in the same workspace does not remove a
+// placeholder this one still mounts.
+func (p *Protection) hold(root int, rel string) error {
+	fd, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("protected path %s in the workspace %s: %w", rel, p.ws, err)
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+		f.Close()
+		return fmt.Errorf("locking protected path %s in the workspace %s: %w", rel, p.ws, err)
+	}
+	p.held = append(p.held, f)
+	return nil
+}
+
+// Close removes the placeholders PrepareProtected made that are still
+// the file (as it wrote it) or empty directory it made and that no other world holds. Call
+// it once the world's processes are gone. Safe on a nil Protection.
+func (p *Protection) Close() error {
+	if p == nil {
+		return nil
+	}
+	for _, f := range p.held {
+		f.Close()
+	}
+	p.held = nil
+	if len(p.made) == 0 {
+		return nil
+	}
+	root, err := unix.Open(p.ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // the workspace is gone, and its placeholders with it
+	}
+	defer unix.Close(root)
+	var errs []error
+	for i := len(p.made) - 1; i >= 0; i-- {
+		if err := p.remove(root, p.made[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.made = nil
+	return errors.Join(errs...)
+}
+
+func (p *Protection) remove(root int, ph placeholder) error {
+	fd, err := openBeneath(root, ph.rel, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil // moved or removed meanwhile: not ours to touch
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Dev != ph.dev || st.Ino != ph.ino || !ph.dir && st.Size != int64(len(ph.content)) {
+		return nil
+	}
+	if !ph.dir && ph.content != "" {
+		b := make([]byte, len(ph.content)+1)
+		if n, _ := unix.Pread(fd, b, 0); string(b[:n]) != ph.content {
+			return nil
+		}
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return nil // another world on this workspace mounts it
+	}
+	parent, name := filepath.Split(ph.rel)
+	pfd := root
+	if parent != "" {
+		d, err := openBeneath(root, strings.TrimSuffix(parent, "/"), unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return nil
+		}
+		defer unix.Close(d)
+		pfd = d
+	}
+	flags := 0
+	if ph.dir {
+		flags = unix.AT_REMOVEDIR
+	}
+	if err := unix.Unlinkat(pfd, name, flags); err != nil && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("removing the placeholder %s from the workspace %s: %w", ph.rel, p.ws, err)
+	}
+	return nil
+}
