@@ -73,6 +73,17 @@ type Spec struct {
 	// Labels are attached to every resource a driver creates, beside
 	// dsh's own labels, so leftovers can be found and reaped.
 	Labels map[string]string
+	// WorkspaceMode is how the world sees its workspace: WorkspaceRW
+	// (the default, also ""), WorkspaceRO (a read-only mount: every
+	// write fails with EROFS), or WorkspaceOverlay (a copy-on-write
+	// overlay whose upper layer lives in dsh's state, bounded by
+	// OverlaySize; the real workspace is untouched, and the instance is
+	// an Overlay that hands the upper layer out once the world stops).
+	WorkspaceMode WorkspaceMode
+	// OverlaySize bounds the upper layer of an overlay workspace, in
+	// bytes: a write past it fails with ENOSPC and the world goes on. 0
+	// means DefaultOverlaySize. Ignored in the other modes.
+	OverlaySize int64
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's

@@ -58,6 +58,9 @@ func Validate(s *Spec) (workspace string, err error) {
 	if err := CheckMounts(s.Mounts); err != nil {
 		return "", err
 	}
+	if err := CheckWorkspaceMode(s); err != nil {
+		return "", err
+	}
 	return ws, CheckRlimits(s.Rlimits)
 }
 
