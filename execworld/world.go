@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-dev/dsh/netpolicy"
 	"github.com/dsh-dev/dsh/netpolicy/proxy"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/workspace/changes"
 )
 
 // Backend is the port a sandbox driver implements: it turns a Spec into a
@@ -79,6 +80,11 @@ type World struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// changesOnce makes the change set of an overlay world (Changes).
+	changesOnce sync.Once
+	changes     *changes.Set
+	changesErr  error
 }
 
 // Open starts a world on backend. The caller must Close it.

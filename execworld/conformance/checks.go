@@ -61,6 +61,9 @@ var checks = []check{
 	{"CommandProxyEnvFollowsTheRule", false, checkCommandProxyEnv},
 	{"LongLivedServerConn", false, checkLongLivedServer},
 	{"BindMountOptionsHonoured", true, checkBindMountOptions},
+	{"WorkspaceReadOnlyRefusesWrites", true, checkWorkspaceReadOnly},
+	{"WorkspaceOverlayReportsExactChangeSet", true, checkWorkspaceOverlay},
+	{"WorkspaceOverlayBounded", true, checkWorkspaceOverlayBounded},
 }
 
 // The workspace is mounted read-write at the same path.

@@ -82,6 +82,12 @@ func main() {
 		proxyenv(os.Args[1], args)
 	case "mountflags":
 		mountFlags(args[0], args[1])
+	case "wsedit":
+		wsEdit(args[0])
+	case "wswrite":
+		wsWrite(args[0])
+	case "fill":
+		fill(args[0], args[1])
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)
