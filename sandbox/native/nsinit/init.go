@@ -104,7 +104,11 @@ func stage1() error {
 	tr := newTracer(cfg.Trace)
 	tr.note("drop(exec, init)", execDropTime)
 	tr.mark("sync")
+	cfg.upperFD = -1
 	if err := buildRoot(cfg); err != nil {
+		return err
+	}
+	if err := sendUpper(cfg); err != nil {
 		return err
 	}
 	host := cfg.Hostname

@@ -86,6 +86,9 @@ func buildRoot(c *Config) error {
 	}); err != nil {
 		return fmt.Errorf("mounting the workspace: %w", err)
 	}
+	if err := mountWorkspaceMode(c, ws); err != nil {
+		return err
+	}
 	for _, m := range c.Masks {
 		if IsBelow(c.Workspace, m) || coversAny(c.Allow, m) {
 			continue
