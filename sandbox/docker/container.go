@@ -41,6 +41,9 @@ type containerPlan struct {
 	EgressDir  string   // host directory holding the egress socket; "" for none
 	Labels     map[string]string
 	Home       string // invoking user's home, for "~" in masks
+	// WorkspaceSource is the host path bound at the workspace: the
+	// overlay's mount point in overlay mode, "" for the workspace itself.
+	WorkspaceSource string
 }
 
 // containerConfig turns a Spec and a plan into the Engine API's container
@@ -112,7 +115,7 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 	}
 	host.Mounts = append(host.Mounts,
 		mount.Mount{Type: mount.TypeBind, Source: p.InitPath, Target: initMountPath, ReadOnly: true},
-		mount.Mount{Type: mount.TypeBind, Source: spec.Workspace, Target: spec.Workspace},
+		workspaceMount(spec, p.WorkspaceSource),
 	)
 	if p.EgressDir != "" {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.EgressDir, Target: egressMountPath, ReadOnly: true})
@@ -315,4 +318,15 @@ func under(p string, roots []string) bool {
 		}
 	}
 	return false
+}
+
+// workspaceMount binds the workspace at its own path: read-only in
+// WorkspaceRO, the overlay's mount point (src) in WorkspaceOverlay.
+func workspaceMount(spec *sandbox.Spec, src string) mount.Mount {
+	m := mount.Mount{Type: mount.TypeBind, Source: spec.Workspace, Target: spec.Workspace}
+	if src != "" {
+		m.Source = src
+	}
+	m.ReadOnly = spec.Mode() == sandbox.WorkspaceRO
+	return m
 }

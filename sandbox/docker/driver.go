@@ -177,6 +177,11 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		plan.EgressDir = w.egressDir
 		plan.ResolvConf = w.resolvConf
 	}
+	if spec.Mode() == sandbox.WorkspaceOverlay {
+		if plan.WorkspaceSource, err = w.openOverlay(spec); err != nil {
+			return nil, err
+		}
+	}
 	plan.Env = sandbox.MergeEnv(spec.Env, []string{initConfig(spec)})
 	w.env = sandbox.MergeEnv(imgEnv, spec.Env)
 

@@ -38,6 +38,13 @@ type world struct {
 	broker      *net.UnixConn     // the init's egress broker connection
 	serveDone   chan struct{}     // closed when the broker has stopped
 	fate        *containerFate
+	// An overlay workspace (overlay.go): its directory and mount point
+	// on the host, and the upper tmpfs.
+	overlayDir, merged string
+	upper              *os.File
+	freezeOnce         sync.Once
+	frozen             string
+	freezeErr          error
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -117,6 +124,9 @@ func (w *world) teardown() error {
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("docker: egress broker of world %s did not stop", w.id))
 		}
+	}
+	if err := w.closeOverlay(); err != nil {
+		errs = append(errs, err)
 	}
 	if w.tmpDir != "" {
 		if err := os.RemoveAll(w.tmpDir); err != nil {
