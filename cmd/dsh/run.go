@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // Statuses dsh run exits with when the command itself did not decide.
@@ -81,6 +82,7 @@ out of memory (stderr, and "oom_killed": true in --json).`,
 	f.String("audit", "", "write the egress proxy's JSON audit lines (one per connection) to FILE (appended), or - for stderr")
 	bindConfigFlag(cmd, "audit", "proxy.audit")
 	f.Bool("json", false, "print one JSON object with the status and the output tails instead of streaming the output")
+	addChangeFlags(cmd)
 	f.BoolP("tty", "t", false, "run the command on a terminal of its own inside the world (shells, interactive programs); needs a terminal on dsh's stdin")
 	return cmd
 }
@@ -105,6 +107,9 @@ type runResult struct {
 	// Egress is every destination the world's proxy judged, refused or
 	// allowed, with its verdict, rule and count; [] when none.
 	Egress []egressEntry `json:"egress"`
+	// Changes is the change set of an overlay workspace (and what
+	// --apply or --keep did with it); absent in the other modes.
+	Changes *changeReport `json:"changes,omitempty"`
 }
 
 func runRun(cmd *cobra.Command, args []string) error {
@@ -128,6 +133,10 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		return exitf(statusDshFailed, "%v", err)
 	}
 	plan.warnUnconfined(cmd.ErrOrStderr())
+	changeOpts, err := changeFlags(cmd, plan.spec.Mode())
+	if err != nil {
+		return exitf(statusDshFailed, "%v", err)
+	}
 	c, tty, err := runCmdSpec(cmd, args)
 	if err != nil {
 		return exitf(statusDshFailed, "%v", err)
@@ -207,6 +216,18 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 			return exitf(statusDshFailed, "%s did not finish, its status is unknown: %v", c.Argv[0], err)
 		}
 	}
+	var report *changeReport
+	if plan.spec.Mode() == sandbox.WorkspaceOverlay {
+		if report, err = finishOverlay(w, changeOpts, res.ExitCode()); err != nil {
+			if report != nil && !asJSON {
+				report.print(cmd.ErrOrStderr(), w.Spec().Workspace)
+			}
+			return exitf(statusDshFailed, "overlay workspace: %v", err)
+		}
+		if !asJSON {
+			report.print(cmd.ErrOrStderr(), w.Spec().Workspace)
+		}
+	}
 	if asJSON {
 		w.Close() // the proxy's last audit lines are in
 		out := runResult{
@@ -215,7 +236,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 			TimedOut: res.TimedOut, Canceled: res.Canceled, DurationMs: res.Duration.Milliseconds(),
 			Stdout: string(res.Stdout.Data), StdoutTotal: res.Stdout.Total, StdoutTruncated: res.Stdout.Truncated,
 			Stderr: string(res.Stderr.Data), StderrTotal: res.Stderr.Total, StderrTruncated: res.Stderr.Truncated,
-			Egress: egress.egress(),
+			Egress: egress.egress(), Changes: report,
 		}
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")

@@ -40,6 +40,19 @@ type Sandbox struct {
 	// host unix socket (in the workspace too) out of reach. With true, a
 	// world can connect to any socket in its view its identity may write.
 	UnixSockets bool `mapstructure:"unix_sockets"`
+	// Workspace is how a world sees its workspace.
+	Workspace Workspace `mapstructure:"workspace"`
+}
+
+// Workspace configures the workspace mode of worlds.
+type Workspace struct {
+	// Mode is rw (default), ro (read-only) or overlay (copy-on-write:
+	// dsh run reports the change set, --apply copies it into the
+	// workspace).
+	Mode string `mapstructure:"mode"`
+	// OverlaySize bounds what an overlay world can write: a size such as
+	// 256MiB or 1G, at least 1MiB. Default 1GiB.
+	OverlaySize string `mapstructure:"overlay_size"`
 }
 
 // Home configures the home directories inside a world (native driver:

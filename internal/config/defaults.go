@@ -13,11 +13,12 @@ import (
 func Default() Config {
 	return Config{
 		Sandbox: Sandbox{
-			Driver: "native",
-			Image:  "dsh/base:latest",
-			Limits: Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs()))},
-			Masks:  []string{},
-			Home:   Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
+			Driver:    "native",
+			Image:     "dsh/base:latest",
+			Limits:    Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs()))},
+			Masks:     []string{},
+			Home:      Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
+			Workspace: Workspace{Mode: string(sandbox.WorkspaceRW), OverlaySize: "1GiB"},
 		},
 		Network: withLists(netpolicy.SandboxDefault()),
 		Web: Web{

@@ -27,6 +27,7 @@ func (c *Config) Validate(drivers []string) error {
 		bad("sandbox.driver", "%q is not a sandbox driver of this build; use one of: %s (flag --driver)", c.Sandbox.Driver, strings.Join(drivers, ", "))
 	}
 	validateLimits(c.Sandbox.Limits, bad)
+	validateWorkspace(c.Sandbox.Workspace, bad)
 	for i, m := range c.Sandbox.Masks {
 		if !strings.HasPrefix(m, "/") && !strings.HasPrefix(m, "~/") {
 			bad(fmt.Sprintf("sandbox.masks[%d]", i), "%q is not an absolute path or ~/path", m)
@@ -126,5 +127,18 @@ func validatePolicy(key string, p netpolicy.Config, bad func(key, format string,
 		if port < 1 || port > 65535 {
 			bad(fmt.Sprintf("%s[%d]", path("ports"), i), "%d is not a port (1-65535)", port)
 		}
+	}
+}
+
+// validateWorkspace checks the workspace mode and the overlay's bound
+// with the rules of package sandbox.
+func validateWorkspace(w Workspace, bad func(key, format string, args ...any)) {
+	if _, err := sandbox.ParseWorkspaceMode(w.Mode); err != nil {
+		bad("sandbox.workspace.mode", "%v (flag --workspace-mode)", err)
+	}
+	if n, err := ParseSize(w.OverlaySize); err != nil {
+		bad("sandbox.workspace.overlay_size", "%v (flag --overlay-size)", err)
+	} else if n < sandbox.MinOverlaySize {
+		bad("sandbox.workspace.overlay_size", "%s is below the minimum of 1MiB (flag --overlay-size)", w.OverlaySize)
 	}
 }
