@@ -30,9 +30,11 @@ const (
 var WorkspaceModes = []WorkspaceMode{WorkspaceRW, WorkspaceRO, WorkspaceOverlay}
 
 // DefaultOverlaySize bounds an overlay workspace's upper layer when
-// Spec.OverlaySize is 0: 1 GiB, half the default memory limit (tmpfs
-// pages a world writes are charged to its memory cgroup, so the memory
-// limit bounds the upper layer too; see OverlayBound).
+// Spec.OverlaySize is 0: 1 GiB, or half the world's memory limit when
+// that is lower. The upper layer is a tmpfs, and the pages a world
+// writes to it are charged to the world's memory cgroup: a bound above
+// the memory limit would never be reached (the writer would be
+// OOM-killed first), and at half of it the world keeps room to run.
 const DefaultOverlaySize = 1 << 30
 
 // MinOverlaySize is the smallest upper layer: room for the directories
@@ -69,12 +71,24 @@ func (s *Spec) Mode() WorkspaceMode {
 }
 
 // UpperSize is the bound of an overlay workspace's upper layer in bytes:
-// OverlaySize, or DefaultOverlaySize when it is 0.
+// OverlaySize, or when it is 0 DefaultOverlaySize, at most half the
+// memory limit.
 func (s *Spec) UpperSize() int64 {
-	if s.OverlaySize == 0 {
-		return DefaultOverlaySize
+	if s.OverlaySize != 0 {
+		return s.OverlaySize
 	}
-	return s.OverlaySize
+	if mem := memoryLimit(s); mem > 0 {
+		return max(min(DefaultOverlaySize, mem/2), MinOverlaySize)
+	}
+	return DefaultOverlaySize
+}
+
+// memoryLimit is the Spec's memory limit, 0 for none.
+func memoryLimit(s *Spec) int64 {
+	if r := s.Resources; r != nil && r.Memory != nil && r.Memory.Limit != nil {
+		return *r.Memory.Limit
+	}
+	return 0
 }
 
 // CheckWorkspaceMode checks Spec.WorkspaceMode and Spec.OverlaySize.
@@ -84,6 +98,9 @@ func CheckWorkspaceMode(s *Spec) error {
 	}
 	if s.OverlaySize != 0 && s.OverlaySize < MinOverlaySize {
 		return &SpecError{Field: "OverlaySize", Msg: fmt.Sprintf("%d bytes is below the minimum of %d MiB (and 0 or less would mean no bound)", s.OverlaySize, MinOverlaySize>>20), Fix: "use a size of at least 1MiB, or 0 for the default of 1GiB"}
+	}
+	if mem := memoryLimit(s); s.Mode() == WorkspaceOverlay && s.OverlaySize > mem && mem > 0 {
+		return &SpecError{Field: "OverlaySize", Msg: fmt.Sprintf("%d bytes is above the memory limit of %d bytes: what a world writes to its overlay is charged to its memory, so the world would be OOM-killed before the bound holds", s.OverlaySize, mem), Fix: "lower the overlay size (--overlay-size) or raise the memory limit (--memory); leave it 0 for half the memory limit, at most 1GiB"}
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func addWorkspaceModeFlags(cmd *cobra.Command) {
 		names = append(names, string(m))
 	}
 	f.String("workspace-mode", "", "how the world sees the workspace: rw (read-write, the default), ro (read-only: every write fails with EROFS) or overlay (copy-on-write: the workspace stays untouched and dsh run reports what changed; --apply copies it in)")
-	f.String("overlay-size", "", "most an overlay world can write, such as 256MiB or 2G (default 1GiB; a write past it fails with ENOSPC); the world's memory limit bounds it too")
+	f.String("overlay-size", "", "most an overlay world can write, such as 256MiB or 2G, at most --memory (its pages are charged to the world's memory); a write past it fails with ENOSPC (default: half the memory limit, at most 1GiB)")
 	bindConfigFlag(cmd, "workspace-mode", "sandbox.workspace.mode")
 	bindConfigFlag(cmd, "overlay-size", "sandbox.workspace.overlay_size")
 	_ = cmd.RegisterFlagCompletionFunc("workspace-mode", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -39,7 +39,7 @@ func workspaceModeSpec(spec *sandbox.Spec, w config.Workspace) error {
 		return fmt.Errorf("--workspace-mode / sandbox.workspace.mode: %w", err)
 	}
 	spec.WorkspaceMode = mode
-	if mode == sandbox.WorkspaceOverlay {
+	if mode == sandbox.WorkspaceOverlay && w.OverlaySize != "" {
 		n, err := config.ParseSize(w.OverlaySize)
 		if err != nil {
 			return fmt.Errorf("--overlay-size / sandbox.workspace.overlay_size: %w", err)

@@ -51,7 +51,9 @@ type Workspace struct {
 	// workspace).
 	Mode string `mapstructure:"mode"`
 	// OverlaySize bounds what an overlay world can write: a size such as
-	// 256MiB or 1G, at least 1MiB. Default 1GiB.
+	// 256MiB or 1G, at least 1MiB and at most the memory limit (the
+	// upper layer's pages are charged to it). Empty (the default) is
+	// half the memory limit, at most 1GiB.
 	OverlaySize string `mapstructure:"overlay_size"`
 }
 

@@ -18,7 +18,7 @@ func Default() Config {
 			Limits:    Limits{Memory: "2GiB", Pids: sandbox.DefaultPids, CPUs: min(sandbox.DefaultCPUs, float64(sandbox.HostCPUs()))},
 			Masks:     []string{},
 			Home:      Home{Allow: slices.Clone(sandbox.DefaultHomeAllow)},
-			Workspace: Workspace{Mode: string(sandbox.WorkspaceRW), OverlaySize: "1GiB"},
+			Workspace: Workspace{Mode: string(sandbox.WorkspaceRW), OverlaySize: ""},
 		},
 		Network: withLists(netpolicy.SandboxDefault()),
 		Web: Web{

@@ -32,7 +32,7 @@ var keyDocs = map[string]string{
 	"sandbox.home.allow":             "The ~/path locations of the home a world may read (read-only); the\nrest of the home is hidden. An empty list hides the whole home.",
 	"sandbox.unix_sockets":           "Let a world's processes create unix sockets (and so connect to any\nsocket in their view they may write).",
 	"sandbox.workspace.mode":         "How a world sees the workspace: rw, ro (read-only: writes fail with\nEROFS) or overlay (copy-on-write: the workspace is untouched, dsh run\nreports the change set, --apply copies it in). Flag --workspace-mode.",
-	"sandbox.workspace.overlay_size": "Most an overlay world can write (its upper layer, a tmpfs charged to\nthe world's memory limit), at least 1MiB. Flag --overlay-size.",
+	"sandbox.workspace.overlay_size": "Most an overlay world can write (its upper layer, a tmpfs charged to\nthe world's memory limit): at least 1MiB, at most the memory limit;\nempty is half the memory limit, at most 1GiB. Flag --overlay-size.",
 	"web.fetch.timeout":              "Timeout of one fetch: a duration such as 30s or 2m.",
 	"web.fetch.max_bytes":            "Largest response body read, in bytes.",
 	"web.fetch.max_chars":            "Largest text returned, in characters.",

@@ -136,6 +136,9 @@ func validateWorkspace(w Workspace, bad func(key, format string, args ...any)) {
 	if _, err := sandbox.ParseWorkspaceMode(w.Mode); err != nil {
 		bad("sandbox.workspace.mode", "%v (flag --workspace-mode)", err)
 	}
+	if w.OverlaySize == "" {
+		return
+	}
 	if n, err := ParseSize(w.OverlaySize); err != nil {
 		bad("sandbox.workspace.overlay_size", "%v (flag --overlay-size)", err)
 	} else if n < sandbox.MinOverlaySize {
