@@ -1,0 +1,103 @@
+package docker
+
+import (
+	"context"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// BenchmarkWorkspaceOverlay compares an overlay workspace with a
+// read-write one in the docker driver, interleaved in one run:
+//
+//	world-rw, world-overlay   Open + Start(true) + Wait + Close (overlay: its change set too)
+//	warm-rw, warm-overlay     Start(true) + Wait in a world already open
+//
+// It reports p50 wall time in ms and the p50 ratio overlay/rw of each.
+func BenchmarkWorkspaceOverlay(b *testing.B) {
+	testenv.RequireRoot(b)
+	cli := newClient(b)
+	requireImage(b, cli, baseImage)
+	d, err := New(&Options{InitPath: initBinary(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	ws := workspace(b)
+	spec := func(mode sandbox.WorkspaceMode) *sandbox.Spec {
+		s := sandbox.DefaultSpec(ws)
+		s.WorkspaceMode = mode
+		return s
+	}
+	runTrue := func(in sandbox.Instance) error {
+		p, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"true"}})
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, p.Stdout())
+		io.Copy(io.Discard, p.Stderr())
+		_, err = p.Wait()
+		return err
+	}
+	warm := map[sandbox.WorkspaceMode]sandbox.Instance{}
+	for _, m := range []sandbox.WorkspaceMode{sandbox.WorkspaceRW, sandbox.WorkspaceOverlay} {
+		in, err := d.Open(context.Background(), spec(m), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer in.Close()
+		warm[m] = in
+	}
+	world := func(m sandbox.WorkspaceMode) func() error {
+		return func() error {
+			in, err := d.Open(context.Background(), spec(m), nil)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			if err := runTrue(in); err != nil {
+				return err
+			}
+			if ov, ok := in.(sandbox.Overlay); ok && m == sandbox.WorkspaceOverlay {
+				if _, err := ov.FreezeUpper(); err != nil {
+					return err
+				}
+			}
+			return in.Close()
+		}
+	}
+	variants := []struct {
+		name string
+		run  func() error
+	}{
+		{"world-rw", world(sandbox.WorkspaceRW)},
+		{"world-overlay", world(sandbox.WorkspaceOverlay)},
+		{"warm-rw", func() error { return runTrue(warm[sandbox.WorkspaceRW]) }},
+		{"warm-overlay", func() error { return runTrue(warm[sandbox.WorkspaceOverlay]) }},
+	}
+	times := make([][]time.Duration, len(variants))
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		for i, v := range variants {
+			start := time.Now()
+			if err := v.run(); err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	p50 := map[string]float64{}
+	for i, v := range variants {
+		slices.Sort(times[i])
+		p50[v.name] = float64(times[i][len(times[i])/2].Microseconds()) / 1000
+		b.ReportMetric(p50[v.name], v.name+"-p50-ms")
+	}
+	for _, k := range []string{"world", "warm"} {
+		b.ReportMetric(p50[k+"-overlay"]/p50[k+"-rw"], k+"-overlay/rw-p50")
+	}
+}
