@@ -48,3 +48,16 @@ func (w *World) computeChanges() (*changes.Set, error) {
 	}
 	return set, nil
 }
+
+// fsReadOnly says why World.FS refuses writes in mode ("" in rw). FS
+// works on the real workspace: in ro mode the world may not write it,
+// and in overlay mode writes belong in the upper layer, not around it.
+func fsReadOnly(mode sandbox.WorkspaceMode) string {
+	switch mode {
+	case sandbox.WorkspaceRO:
+		return "the world's workspace is read-only (workspace mode ro)"
+	case sandbox.WorkspaceOverlay:
+		return "the world's workspace is an overlay (workspace mode overlay): writes are made by its commands and reach the workspace only when its change set is applied"
+	}
+	return ""
+}

@@ -109,6 +109,7 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 	// The canonical path is what the world mounts, so that a path printed
 	// inside means the same file outside.
 	spec.Workspace = fsys.Root()
+	fsys.readOnly = fsReadOnly(spec.Mode())
 
 	netPolicy := opts.Net
 	if netPolicy == nil {
