@@ -84,3 +84,37 @@ func TestReapUnmountsLeftOverlays(t *testing.T) {
 		t.Errorf("after Reap, %s remains (%v)", dir, err)
 	}
 }
+
+// TestWorkspaceMountFollowsTheMode: the workspace bind is read-only in
+// ro mode and comes from the overlay's mount point in overlay mode.
+func TestWorkspaceMountFollowsTheMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode     sandbox.WorkspaceMode
+		src      string
+		wantSrc  string
+		readOnly bool
+	}{
+		{sandbox.WorkspaceRW, "", "/srv/app", false},
+		{sandbox.WorkspaceRO, "", "/srv/app", true},
+		{sandbox.WorkspaceOverlay, "/tmp/dsh-world-x-overlay-1/merged", "/tmp/dsh-world-x-overlay-1/merged", false},
+	} {
+		spec := sandbox.DefaultSpec("/srv/app")
+		spec.WorkspaceMode = tc.mode
+		_, host, err := containerConfig(spec, &containerPlan{Image: spec.Image, InitPath: "/d", WorkspaceSource: tc.src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, m := range host.Mounts {
+			if m.Target == "/srv/app" {
+				found = true
+				if m.Source != tc.wantSrc || m.ReadOnly != tc.readOnly {
+					t.Errorf("mode %s: workspace mount %s ro=%v, want %s ro=%v", tc.mode, m.Source, m.ReadOnly, tc.wantSrc, tc.readOnly)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("mode %s: no workspace mount in %v", tc.mode, host.Mounts)
+		}
+	}
+}
