@@ -208,6 +208,11 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 	if w.init, err = d.dial(ctx, w.conn); err != nil {
 		return nil, w.initFailed(err)
 	}
+	if w.merged != "" {
+		if err := w.checkOverlaySeen(ctx, spec.Workspace); err != nil {
+			return nil, err
+		}
+	}
 	if spec.Egress {
 		ins, err := d.cli.ContainerInspect(ctx, created.ID)
 		if err != nil {

@@ -173,3 +173,28 @@ func unmountLeftOverlay(dir string) error {
 	}
 	return fmt.Errorf("docker: unmounting the overlay of a dead world in %s: %w", dir, err)
 }
+
+// checkOverlaySeen makes sure the container's workspace is dsh's
+// overlay: an engine in another mount namespace (rootless, a VM) binds
+// the empty mount point instead, and the world would write beside the
+// overlay where no change set sees it.
+func (w *world) checkOverlaySeen(ctx context.Context, ws string) error {
+	ins, err := w.d.cli.ContainerInspect(ctx, w.containerID)
+	if err != nil {
+		return fmt.Errorf("docker: inspecting the world container: %w", err)
+	}
+	if ins.State == nil || ins.State.Pid == 0 {
+		return errors.New("docker: the world container has no running init")
+	}
+	var inside, ours unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/root%s", ins.State.Pid, ws), &inside); err != nil {
+		return fmt.Errorf("docker: checking the world's overlay workspace: %w", err)
+	}
+	if err := unix.Stat(w.merged, &ours); err != nil {
+		return fmt.Errorf("docker: checking the world's overlay workspace: %w", err)
+	}
+	if inside.Dev != ours.Dev || inside.Ino != ours.Ino {
+		return &specError{field: "WorkspaceMode", msg: fmt.Sprintf("%s: the docker engine does not see dsh's overlay mount at %s (it runs in another mount namespace: rootless docker, a VM); use --driver native, or --workspace-mode rw or ro", sandbox.WorkspaceOverlay, w.merged)}
+	}
+	return nil
+}
