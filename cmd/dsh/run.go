@@ -58,14 +58,26 @@ ignored; a bare NAME copies the host value). With --tty, TERM is yours
 (xterm-256color when unset) unless -e sets it.
 
 A command that the kernel killed for exceeding --memory is reported as
-out of memory (stderr, and "oom_killed": true in --json).`,
+out of memory (stderr, and "oom_killed": true in --json).
+
+--workspace-mode ro mounts the workspace read-only. --workspace-mode
+overlay gives the command a copy-on-write view: the workspace stays
+untouched, its writes (at most --overlay-size) go to a layer of their
+own, and at the end dsh reports what was added, modified and deleted
+(stderr, and "changes" in --json). --apply then copies the changes in
+when the command exited 0 (never protected paths such as .git/hooks or
+dsh.yaml, special files, or setuid/setgid bits); --keep DIR copies the
+layer to DIR for review instead.`,
 		Example: `  dsh run -- make test
   dsh run --allow proxy.golang.org -- go mod download
   dsh run --driver docker --image dsh/base:latest -- bash -c 'id; grep Cap /proc/self/status'
   dsh run -t -- bash
   dsh run ls -la
   dsh run -e GOFLAGS -w sub/dir -- go test ./...
-  dsh run --audit - -- curl -sS https://example.com`,
+  dsh run --audit - -- curl -sS https://example.com
+  dsh run --workspace-mode overlay -- make generate
+  dsh run --workspace-mode overlay --apply -- gofmt -w .
+  dsh run --workspace-mode overlay --keep /tmp/review -- ./install.sh`,
 		Args:        cobra.MinimumNArgs(1),
 		RunE:        runRun,
 		Annotations: map[string]string{failureStatusAnnotation: "125"},

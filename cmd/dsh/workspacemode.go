@@ -22,8 +22,8 @@ func addWorkspaceModeFlags(cmd *cobra.Command) {
 	for _, m := range sandbox.WorkspaceModes {
 		names = append(names, string(m))
 	}
-	f.String("workspace-mode", "", "how the world sees the workspace: rw (read-write, the default), ro (read-only: every write fails with EROFS) or overlay (copy-on-write: the workspace stays untouched and dsh run reports what changed; --apply copies it in)")
-	f.String("overlay-size", "", "most an overlay world can write, such as 256MiB or 2G, at most --memory (its pages are charged to the world's memory); a write past it fails with ENOSPC (default: half the memory limit, at most 1GiB)")
+	f.String("workspace-mode", "", "how the world sees the workspace (`MODE`): rw (read-write, the default), ro (read-only: every write fails with EROFS) or overlay (copy-on-write: the workspace stays untouched and dsh run reports what changed; --apply copies it in)")
+	f.String("overlay-size", "", "most an overlay world can write, a `SIZE` such as 256MiB or 2G, at most --memory (its pages are charged to the world's memory); a write past it fails with ENOSPC (default: half the memory limit, at most 1GiB)")
 	bindConfigFlag(cmd, "workspace-mode", "sandbox.workspace.mode")
 	bindConfigFlag(cmd, "overlay-size", "sandbox.workspace.overlay_size")
 	_ = cmd.RegisterFlagCompletionFunc("workspace-mode", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -53,7 +53,7 @@ func workspaceModeSpec(spec *sandbox.Spec, w config.Workspace) error {
 func addChangeFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.Bool("apply", false, "with --workspace-mode overlay: copy the change set into the real workspace when the command exits 0 (never protected paths such as .git/hooks or dsh.yaml, special files, or setuid/setgid bits)")
-	f.String("keep", "", "with --workspace-mode overlay: copy the overlay's upper layer to DIR (new or empty) for review, whatever the command's status; the workspace stays untouched")
+	f.String("keep", "", "with --workspace-mode overlay: copy the overlay's upper layer to `DIR` (new or empty) for review, whatever the command's status; the workspace stays untouched")
 }
 
 // changeOptions are --apply and --keep.
