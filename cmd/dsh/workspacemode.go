@@ -22,7 +22,7 @@ func addWorkspaceModeFlags(cmd *cobra.Command) {
 	for _, m := range sandbox.WorkspaceModes {
 		names = append(names, string(m))
 	}
-	f.String("workspace-mode", "", "how the world sees the workspace (`MODE`): rw (read-write, the default), ro (read-only: every write fails with EROFS) or overlay (copy-on-write: the workspace stays untouched and dsh run reports what changed; --apply copies it in)")
+	f.String("workspace-mode", "", "how the world sees the workspace, a `MODE` of: rw (read-write, the default), ro (read-only: every write fails with EROFS) or overlay (copy-on-write: the workspace stays untouched and dsh run reports what changed; --apply copies it in)")
 	f.String("overlay-size", "", "most an overlay world can write, a `SIZE` such as 256MiB or 2G, at most --memory (its pages are charged to the world's memory); a write past it fails with ENOSPC (default: half the memory limit, at most 1GiB)")
 	bindConfigFlag(cmd, "workspace-mode", "sandbox.workspace.mode")
 	bindConfigFlag(cmd, "overlay-size", "sandbox.workspace.overlay_size")
