@@ -24,6 +24,9 @@ const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 // by string checks.
 type FS struct {
 	root string // canonical absolute path of the workspace
+	// readOnly, when set, says why writes are refused: the world's
+	// workspace mode (ro, overlay) is not the real workspace's.
+	readOnly string
 
 	mu     sync.RWMutex // guards fd against Close while in use
 	fd     int          // O_PATH directory fd of root; -1 when closed

@@ -44,6 +44,9 @@ func (f *FS) WriteFile(name string, data []byte, opts *WriteOptions) (Version, e
 }
 
 func (f *FS) writeFile(name string, data []byte, opts *WriteOptions) (Version, error) {
+	if f.readOnly != "" {
+		return Version{}, fmt.Errorf("%w: %s", unix.EROFS, f.readOnly)
+	}
 	target, err := f.rel(name)
 	if err != nil {
 		return Version{}, err

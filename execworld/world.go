@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-dev/dsh/netpolicy"
 	"github.com/dsh-dev/dsh/netpolicy/proxy"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/workspace/changes"
 )
 
 // Backend is the port a sandbox driver implements: it turns a Spec into a
@@ -79,6 +80,11 @@ type World struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// changesOnce makes the change set of an overlay world (Changes).
+	changesOnce sync.Once
+	changes     *changes.Set
+	changesErr  error
 }
 
 // Open starts a world on backend. The caller must Close it.
@@ -103,6 +109,7 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 	// The canonical path is what the world mounts, so that a path printed
 	// inside means the same file outside.
 	spec.Workspace = fsys.Root()
+	fsys.readOnly = fsReadOnly(spec.Mode())
 
 	netPolicy := opts.Net
 	if netPolicy == nil {

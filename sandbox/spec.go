@@ -101,6 +101,17 @@ type Spec struct {
 	// or not: see PrepareProtected, which every driver applies. nil or
 	// empty protects nothing; DefaultSpec sets DefaultProtected.
 	Protected []string
+	// WorkspaceMode is how the world sees its workspace: WorkspaceRW
+	// (the default, also ""), WorkspaceRO (a read-only mount: every
+	// write fails with EROFS), or WorkspaceOverlay (a copy-on-write
+	// overlay whose upper layer lives in dsh's state, bounded by
+	// OverlaySize; the real workspace is untouched, and the instance is
+	// an Overlay that hands the upper layer out once the world stops).
+	WorkspaceMode WorkspaceMode
+	// OverlaySize bounds the upper layer of an overlay workspace, in
+	// bytes: a write past it fails with ENOSPC and the world goes on. 0
+	// means DefaultOverlaySize. Ignored in the other modes.
+	OverlaySize int64
 }
 
 // EgressServer serves an egress proxy on a listener (package netpolicy's

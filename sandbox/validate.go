@@ -67,6 +67,9 @@ func Validate(s *Spec) (workspace string, err error) {
 	if err := CheckProtected(s.Protected); err != nil {
 		return "", err
 	}
+	if err := CheckWorkspaceMode(s); err != nil {
+		return "", err
+	}
 	return ws, CheckRlimits(s.Rlimits)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // Statuses dsh run exits with when the command itself did not decide.
@@ -57,7 +58,16 @@ ignored; a bare NAME copies the host value). With --tty, TERM is yours
 (xterm-256color when unset) unless -e sets it.
 
 A command that the kernel killed for exceeding --memory is reported as
-out of memory (stderr, and "oom_killed": true in --json).`,
+out of memory (stderr, and "oom_killed": true in --json).
+
+--workspace-mode ro mounts the workspace read-only. --workspace-mode
+overlay gives the command a copy-on-write view: the workspace stays
+untouched, its writes (at most --overlay-size) go to a layer of their
+own, and at the end dsh reports what was added, modified and deleted
+(stderr, and "changes" in --json). --apply then copies the changes in
+when the command exited 0 (never protected paths such as .git/hooks or
+dsh.yaml, special files, or setuid/setgid bits); --keep DIR copies the
+layer to DIR for review instead.`,
 		Example: `  dsh run -- make test
   dsh run --allow proxy.golang.org -- go mod download
   dsh run --driver docker --image dsh/base:latest -- bash -c 'id; grep Cap /proc/self/status'
@@ -65,7 +75,10 @@ out of memory (stderr, and "oom_killed": true in --json).`,
   dsh run ls -la
   dsh run -e GOFLAGS -w sub/dir -- go test ./...
   dsh run --audit - -- curl -sS https://example.com
-  dsh run --write-limit 1GiB --memory 512MiB -- ./build.sh`,
+  dsh run --write-limit 1GiB --memory 512MiB -- ./build.sh
+  dsh run --workspace-mode overlay -- make generate
+  dsh run --workspace-mode overlay --apply -- gofmt -w .
+  dsh run --workspace-mode overlay --keep /tmp/review -- ./install.sh`,
 		Args:        cobra.MinimumNArgs(1),
 		RunE:        runRun,
 		Annotations: map[string]string{failureStatusAnnotation: "125"},
@@ -82,6 +95,7 @@ out of memory (stderr, and "oom_killed": true in --json).`,
 	f.String("audit", "", "write the egress proxy's JSON audit lines (one per connection) to FILE (appended), or - for stderr")
 	bindConfigFlag(cmd, "audit", "proxy.audit")
 	f.Bool("json", false, "print one JSON object with the status and the output tails instead of streaming the output")
+	addChangeFlags(cmd)
 	f.BoolP("tty", "t", false, "run the command on a terminal of its own inside the world (shells, interactive programs); needs a terminal on dsh's stdin")
 	return cmd
 }
@@ -106,6 +120,9 @@ type runResult struct {
 	// Egress is every destination the world's proxy judged, refused or
 	// allowed, with its verdict, rule and count; [] when none.
 	Egress []egressEntry `json:"egress"`
+	// Changes is the change set of an overlay workspace (and what
+	// --apply or --keep did with it); absent in the other modes.
+	Changes *changeReport `json:"changes,omitempty"`
 }
 
 func runRun(cmd *cobra.Command, args []string) error {
@@ -129,6 +146,10 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		return exitf(statusDshFailed, "%v", err)
 	}
 	plan.warnUnconfined(cmd.ErrOrStderr())
+	changeOpts, err := changeFlags(cmd, plan.spec.Mode())
+	if err != nil {
+		return exitf(statusDshFailed, "%v", err)
+	}
 	c, tty, err := runCmdSpec(cmd, args)
 	if err != nil {
 		return exitf(statusDshFailed, "%v", err)
@@ -208,6 +229,18 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 			return exitf(statusDshFailed, "%s did not finish, its status is unknown: %v", c.Argv[0], err)
 		}
 	}
+	var report *changeReport
+	if plan.spec.Mode() == sandbox.WorkspaceOverlay {
+		if report, err = finishOverlay(w, changeOpts, res.ExitCode()); err != nil {
+			if report != nil && !asJSON {
+				report.print(cmd.ErrOrStderr(), w.Spec().Workspace)
+			}
+			return exitf(statusDshFailed, "overlay workspace: %v", err)
+		}
+		if !asJSON {
+			report.print(cmd.ErrOrStderr(), w.Spec().Workspace)
+		}
+	}
 	if asJSON {
 		w.Close() // the proxy's last audit lines are in
 		out := runResult{
@@ -216,7 +249,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 			TimedOut: res.TimedOut, Canceled: res.Canceled, DurationMs: res.Duration.Milliseconds(),
 			Stdout: string(res.Stdout.Data), StdoutTotal: res.Stdout.Total, StdoutTruncated: res.Stdout.Truncated,
 			Stderr: string(res.Stderr.Data), StderrTotal: res.Stderr.Total, StderrTruncated: res.Stderr.Truncated,
-			Egress: egress.egress(),
+			Egress: egress.egress(), Changes: report,
 		}
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")

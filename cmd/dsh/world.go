@@ -33,7 +33,7 @@ func addWorldFlags(cmd *cobra.Command) {
 	f.String("driver", "", "sandbox driver, one of: "+strings.Join(driverNames(), ", ")+" ("+driverHost+" needs --unconfined)")
 	f.Bool("unconfined", false, "run on the host WITHOUT any confinement (development only; selects the "+driverHost+" driver)")
 	f.String("image", "", "container image of the docker driver")
-	f.String("workspace", "", "workspace directory, mounted read-write (default: current directory); never a system location (/etc, /usr, /var, /sys, ...)")
+	f.String("workspace", "", "workspace directory, mounted read-write unless --workspace-mode says otherwise (default: current directory); never a system location (/etc, /usr, /var, /sys, ...)")
 	f.Bool("workspace-home", false, "accept a home directory itself (~, /root, /home/USER) as the workspace: every dotfile and credential in it becomes writable inside")
 	f.String("memory", "", "memory limit, such as 512MiB or 2G (at least 8MiB)")
 	f.Int("pids", 0, "maximum number of processes (1 to 4194304)")
@@ -43,6 +43,7 @@ func addWorldFlags(cmd *cobra.Command) {
 	addPolicyFlags(cmd)
 	addViewFlags(cmd)
 	addBudgetFlags(cmd)
+	addWorkspaceModeFlags(cmd)
 	bindConfigFlag(cmd, "driver", "sandbox.driver")
 	bindConfigFlag(cmd, "image", "sandbox.image")
 	bindConfigFlag(cmd, "memory", "sandbox.limits.memory")
@@ -229,6 +230,9 @@ func worldSpec(sb config.Sandbox, o worldOverrides) (*sandbox.Spec, error) {
 	spec.HomeAllow = slices.Clone(sb.Home.Allow)
 	spec.Protected = slices.Clone(sb.Protected)
 	spec.UnixSockets = sb.UnixSockets
+	if err := workspaceModeSpec(spec, sb.Workspace); err != nil {
+		return nil, err
+	}
 	lim := sb.Limits
 	if err := applyWriteLimit(spec, lim); err != nil {
 		return nil, err

@@ -67,6 +67,9 @@ var checks = []check{
 	{"TmpfsFullBeforeMemory", true, checkTmpfsFullBeforeMemory},
 	{"ProtectedPathsReadOnly", true, checkProtectedPaths},
 	{"NoPrivilegeBitsLeaveAWorld", true, checkNoPrivilegeBits},
+	{"WorkspaceReadOnlyRefusesWrites", true, checkWorkspaceReadOnly},
+	{"WorkspaceOverlayReportsExactChangeSet", true, checkWorkspaceOverlay},
+	{"WorkspaceOverlayBounded", true, checkWorkspaceOverlayBounded},
 }
 
 // The workspace is mounted read-write at the same path.

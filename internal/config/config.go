@@ -53,6 +53,21 @@ type Sandbox struct {
 	// replacing the built-in list (sandbox.DefaultProtected). Removing
 	// an entry widens what a world may change; adding one narrows it.
 	Protected []string `mapstructure:"protected"`
+	// Workspace is how a world sees its workspace.
+	Workspace Workspace `mapstructure:"workspace"`
+}
+
+// Workspace configures the workspace mode of worlds.
+type Workspace struct {
+	// Mode is rw (default), ro (read-only) or overlay (copy-on-write:
+	// dsh run reports the change set, --apply copies it into the
+	// workspace).
+	Mode string `mapstructure:"mode"`
+	// OverlaySize bounds what an overlay world can write: a size such as
+	// 256MiB or 1G, at least 1MiB and at most the memory limit (the
+	// upper layer's pages are charged to it). Empty (the default) is
+	// half the memory limit, at most 1GiB.
+	OverlaySize string `mapstructure:"overlay_size"`
 }
 
 // Home configures the home directories inside a world (native driver:

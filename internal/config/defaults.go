@@ -23,6 +23,7 @@ func Default() Config {
 			// Read-only in every world: project configuration, git's
 			// configuration and hooks, editor tasks.
 			Protected: slices.Clone(sandbox.DefaultProtected),
+			Workspace: Workspace{Mode: string(sandbox.WorkspaceRW), OverlaySize: ""},
 		},
 		Network: withLists(netpolicy.SandboxDefault()),
 		Web: Web{

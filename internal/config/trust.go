@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // A Class says which values of a key a configuration file the user has
@@ -78,19 +80,23 @@ func Ranked(order ...string) Class {
 // say, and one of the classes above (or a new one, with its own small
 // comparison) says exactly which values those are.
 var trustTable = map[string]Class{
-	"sandbox.driver":        Widening, // host is unconfined; each driver confines differently
-	"sandbox.image":         Widening, // the image is the world's root filesystem
-	"sandbox.limits.memory": SmallerSize,
-	"sandbox.limits.pids":   Smaller,
-	"sandbox.limits.cpus":   Smaller,
-	"sandbox.limits.off":    OnlyFalse,
-	"sandbox.masks":         More,
-	"sandbox.home.allow":    Fewer,
-	"sandbox.unix_sockets":  OnlyFalse,
-	"sandbox.limits.write":  SmallerWriteLimit,
-	"sandbox.mounts":        Widening, // every mount shows host files, :rw most of all
-	"sandbox.root":          Ranked("minimal", "host"),
-	"sandbox.protected":     More,
+	"sandbox.driver":         Widening, // host is unconfined; each driver confines differently
+	"sandbox.image":          Widening, // the image is the world's root filesystem
+	"sandbox.limits.memory":  SmallerSize,
+	"sandbox.limits.pids":    Smaller,
+	"sandbox.limits.cpus":    Smaller,
+	"sandbox.limits.off":     OnlyFalse,
+	"sandbox.masks":          More,
+	"sandbox.home.allow":     Fewer,
+	"sandbox.unix_sockets":   OnlyFalse,
+	"sandbox.limits.write":   SmallerWriteLimit,
+	"sandbox.mounts":         Widening, // every mount shows host files, :rw most of all
+	"sandbox.root":           Ranked("minimal", "host"),
+	"sandbox.protected":      More,
+	"sandbox.workspace.mode": Ranked(string(sandbox.WorkspaceRO), string(sandbox.WorkspaceOverlay), string(sandbox.WorkspaceRW)),
+	// Empty is a default that depends on the memory limit: no set value
+	// is surely smaller.
+	"sandbox.workspace.overlay_size": Widening,
 
 	"network.default": OnlyDeny,
 	"network.ports":   FewerPorts,

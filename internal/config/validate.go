@@ -28,6 +28,7 @@ func (c *Config) Validate(drivers []string) error {
 	}
 	validateLimits(c.Sandbox.Limits, bad)
 	validateWriteLimit(c.Sandbox.Limits.Write, bad)
+	validateWorkspace(c.Sandbox.Workspace, bad)
 	for i, m := range c.Sandbox.Masks {
 		if !strings.HasPrefix(m, "/") && !strings.HasPrefix(m, "~/") {
 			bad(fmt.Sprintf("sandbox.masks[%d]", i), "%q is not an absolute path or ~/path", m)
@@ -145,5 +146,21 @@ func validateViews(s Sandbox, bad func(key, format string, args ...any)) {
 	case sandbox.RootHost, sandbox.RootMinimal:
 	default:
 		bad("sandbox.root", "%q is not a root view; use %s or %s (flag --root)", s.Root, sandbox.RootHost, sandbox.RootMinimal)
+	}
+}
+
+// validateWorkspace checks the workspace mode and the overlay's bound
+// with the rules of package sandbox.
+func validateWorkspace(w Workspace, bad func(key, format string, args ...any)) {
+	if _, err := sandbox.ParseWorkspaceMode(w.Mode); err != nil {
+		bad("sandbox.workspace.mode", "%v (flag --workspace-mode)", err)
+	}
+	if w.OverlaySize == "" {
+		return
+	}
+	if n, err := ParseSize(w.OverlaySize); err != nil {
+		bad("sandbox.workspace.overlay_size", "%v (flag --overlay-size)", err)
+	} else if n < sandbox.MinOverlaySize {
+		bad("sandbox.workspace.overlay_size", "%s is below the minimum of 1MiB (flag --overlay-size)", w.OverlaySize)
 	}
 }

@@ -48,6 +48,9 @@ type containerPlan struct {
 	// Protected are the binds over the workspace's protected paths
 	// (sandbox.PrepareProtected).
 	Protected []sandbox.ProtectedMount
+	// WorkspaceSource is the host path bound at the workspace: the
+	// overlay's mount point in overlay mode, "" for the workspace itself.
+	WorkspaceSource string
 }
 
 // containerConfig turns a Spec and a plan into the Engine API's container
@@ -136,9 +139,9 @@ func containerConfig(spec *sandbox.Spec, p *containerPlan) (*container.Config, *
 	}
 	host.Mounts = append(host.Mounts,
 		mount.Mount{Type: mount.TypeBind, Source: p.InitPath, Target: initMountPath, ReadOnly: true},
-		mount.Mount{Type: mount.TypeBind, Source: spec.Workspace, Target: spec.Workspace},
+		workspaceMount(spec, p.WorkspaceSource),
 	)
-	host.Mounts = append(host.Mounts, protectedMounts(p.Protected)...)
+	host.Mounts = append(host.Mounts, protectedMounts(p.Protected, spec.Workspace, p.WorkspaceSource)...)
 	if p.EgressDir != "" {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.EgressDir, Target: egressMountPath, ReadOnly: true})
 	}
@@ -343,4 +346,15 @@ func under(p string, roots []string) bool {
 		}
 	}
 	return false
+}
+
+// workspaceMount binds the workspace at its own path: read-only in
+// WorkspaceRO, the overlay's mount point (src) in WorkspaceOverlay.
+func workspaceMount(spec *sandbox.Spec, src string) mount.Mount {
+	m := mount.Mount{Type: mount.TypeBind, Source: spec.Workspace, Target: spec.Workspace}
+	if src != "" {
+		m.Source = src
+	}
+	m.ReadOnly = spec.Mode() == sandbox.WorkspaceRO
+	return m
 }

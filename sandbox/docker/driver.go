@@ -183,6 +183,11 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		plan.EgressDir = w.egressDir
 		plan.ResolvConf = w.resolvConf
 	}
+	if spec.Mode() == sandbox.WorkspaceOverlay {
+		if plan.WorkspaceSource, err = w.openOverlay(spec); err != nil {
+			return nil, err
+		}
+	}
 	plan.Env = sandbox.MergeEnv(spec.Env, []string{initConfig(spec)})
 	w.env = sandbox.MergeEnv(imgEnv, spec.Env)
 
@@ -217,6 +222,11 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 	}
 	if w.init, err = d.dial(ctx, w.conn); err != nil {
 		return nil, w.initFailed(err)
+	}
+	if w.merged != "" {
+		if err := w.checkOverlaySeen(ctx, spec.Workspace); err != nil {
+			return nil, err
+		}
 	}
 	if spec.Egress {
 		ins, err := d.cli.ContainerInspect(ctx, created.ID)

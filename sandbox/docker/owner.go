@@ -92,7 +92,14 @@ func worldIdentity(spec *sandbox.Spec) (worldID, error) {
 // them from the host (the container's binds keep them); a directory is
 // never removed with what is below it.
 func (w *world) mapSources(spec *sandbox.Spec, host *container.HostConfig) error {
+	// The workspace, what shows it (an overlay's mount point) and the
+	// protected paths' binds, which show parts of it.
 	sources := map[string]bool{spec.Workspace: true}
+	for _, m := range host.Mounts {
+		if m.Target == spec.Workspace || strings.HasPrefix(m.Target, spec.Workspace+"/") {
+			sources[m.Source] = true
+		}
+	}
 	for _, m := range spec.Mounts {
 		if sandbox.IsBind(m) {
 			sources[m.Source] = true

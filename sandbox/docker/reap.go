@@ -77,6 +77,10 @@ func reapHostFiles(dir string, live map[string]bool, cutoff time.Time) error {
 		if err != nil || fi.ModTime().After(cutoff) {
 			continue
 		}
+		if err := unmountLeftOverlay(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			errs = append(errs, fmt.Errorf("docker: removing host files of world %s: %w", id, err))
 		}

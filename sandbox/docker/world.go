@@ -40,6 +40,13 @@ type world struct {
 	serveDone   chan struct{}     // closed when the broker has stopped
 	fate        *containerFate
 	protection  *sandbox.Protection // placeholders of protected paths, removed after the container
+	// An overlay workspace (overlay.go): its directory and mount point
+	// on the host, and the upper tmpfs.
+	overlayDir, merged string
+	upper              *os.File
+	freezeOnce         sync.Once
+	frozen             string
+	freezeErr          error
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -124,6 +131,9 @@ func (w *world) teardown() error {
 		}
 	}
 	if err := w.detachMapped(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := w.closeOverlay(); err != nil {
 		errs = append(errs, err)
 	}
 	if w.tmpDir != "" {

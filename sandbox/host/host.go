@@ -41,6 +41,11 @@ func (*Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenO
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
+	if m := spec.Mode(); m != sandbox.WorkspaceRW {
+		// Nothing here could make the workspace read-only or an overlay:
+		// refused, never dropped.
+		return nil, fmt.Errorf("host: workspace mode %s: the host driver runs on the real workspace and cannot honour it; use --driver native or docker, or --workspace-mode rw", m)
+	}
 	egress, err := opts.EgressFor(spec)
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)

@@ -17,8 +17,13 @@ type instance struct {
 
 	closeOnce sync.Once
 	closeErr  error
-	mu        sync.Mutex // guards closed
-	closed    bool
+	// freezeOnce makes FreezeUpper's result (overlay.go).
+	freezeOnce sync.Once
+	freezeErr  error
+	upper      string
+	stopOnce   sync.Once
+	mu         sync.Mutex // guards closed
+	closed     bool
 }
 
 func newInstance(l *launch) (*instance, error) {
@@ -68,10 +73,7 @@ func (in *instance) shutdown() error {
 	// kernel SIGKILLs every process in the namespace and Wait returns
 	// once they are all gone. Processes get SIGKILL either way, so there
 	// is nothing to gain from letting the init do it.
-	_ = in.client.Close()
-	_ = in.l.cmd.Process.Kill()
-	_ = in.l.cmd.Wait()
-	in.l.cmd = nil // waited for: cleanup must not wait again
+	in.stop()
 	var errs []error
 	if in.l.cg != nil {
 		errs = append(errs, in.l.cg.destroy())
@@ -79,4 +81,14 @@ func (in *instance) shutdown() error {
 	}
 	in.l.cleanup()
 	return errors.Join(errs...)
+}
+
+// stop kills the init, and with it every process of the world, once.
+func (in *instance) stop() {
+	in.stopOnce.Do(func() {
+		_ = in.client.Close()
+		_ = in.l.cmd.Process.Kill()
+		_ = in.l.cmd.Wait()
+		in.l.cmd = nil // waited for: cleanup must not wait again
+	})
 }

@@ -39,6 +39,9 @@ type launch struct {
 	dir    string // state directory of the world
 	cg     worldCgroup
 	broker *net.UnixConn // dsh's end of the egress broker connection
+	// upper is the overlay workspace's upper tmpfs (a detached mount
+	// the init made), nil in the other modes.
+	upper *os.File
 	// ctlR/ctlW carry the pid1 session (serve mode only).
 	ctlR, ctlW *os.File
 	// undo removes what the steps of start made; the launch owns it once
@@ -135,8 +138,10 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 		Mounts: bounds.Mounts, Rlimits: bounds.Rlimits, Shm: bounds.Shm,
 		UID: uid, GID: gid, Groups: groups,
 		Exec: execArgv, ExecEnv: execEnv,
-		Trace:       os.Getenv("DSH_NATIVE_TRACE") == "1",
-		UnixSockets: spec.UnixSockets,
+		Trace:         os.Getenv("DSH_NATIVE_TRACE") == "1",
+		UnixSockets:   spec.UnixSockets,
+		WorkspaceMode: string(spec.Mode()),
+		OverlaySize:   spec.UpperSize(),
 	}
 	applyRoot(p.cfg, spec)
 	// Only a root of the world's user namespace (a root caller's mapped
@@ -194,6 +199,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		s.makeTrees,     // a root caller: the idmapped workspace and homes
 		s.release,       // the init may go on
 		s.awaitReady,    // its verdict
+		s.receiveUpper,  // an overlay workspace's upper layer
 		s.limitPids,     // the pids limit, now the init's threads exist
 	} {
 		if err := step(); err != nil {
@@ -412,11 +418,26 @@ func (s *starting) release() error {
 	if err := release(s.syncW, s.trees); err != nil {
 		return fmt.Errorf("native: releasing the init: %w", err)
 	}
-	s.syncW.Close()
 	return nil
 }
 
 func (s *starting) awaitReady() error { return waitReady(s.ctx, s.readyR, s.serve) }
+
+// receiveUpper takes the overlay's upper tmpfs the init sent before it
+// reported readiness (nsinit.UpperMsg), and closes the sync channel.
+func (s *starting) receiveUpper() error {
+	defer s.syncW.Close()
+	if s.cfg.WorkspaceMode != string(sandbox.WorkspaceOverlay) {
+		return nil
+	}
+	f, err := recvUpper(s.syncW)
+	if err != nil {
+		return err
+	}
+	s.l.upper = f
+	s.l.undo.push(func() { f.Close() })
+	return nil
+}
 
 func (s *starting) limitPids() error {
 	if s.l.cg == nil || s.res.Pids == nil {

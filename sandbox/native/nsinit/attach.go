@@ -38,7 +38,7 @@ func awaitRelease() ([]int, error) {
 		}
 		fds = append(fds, f...)
 	}
-	unix.Close(FDSync)
+	// FDSync stays open: sendUpper closes it.
 	return fds, nil
 }
 

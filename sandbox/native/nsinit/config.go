@@ -77,6 +77,12 @@ type Config struct {
 	// probe and by tests of the setup stage.
 	Exec    []string
 	ExecEnv []string
+	// WorkspaceMode is Spec.WorkspaceMode; OverlaySize is the upper
+	// layer's bound in bytes (Spec.UpperSize).
+	WorkspaceMode string
+	OverlaySize   int64
+	// upperFD is the overlay's upper tmpfs, sent to dsh (-1: none).
+	upperFD int
 	// Trace makes stage 1 print how long each setup step took to its
 	// stderr.
 	Trace bool

@@ -107,7 +107,11 @@ func stage1() error {
 	if err := setIPC(cfg.IPC); err != nil {
 		return err
 	}
+	cfg.upperFD = -1
 	if err := buildRoot(cfg); err != nil {
+		return err
+	}
+	if err := sendUpper(cfg); err != nil {
 		return err
 	}
 	host := cfg.Hostname

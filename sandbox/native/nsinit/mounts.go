@@ -96,6 +96,9 @@ func buildRoot(c *Config) error {
 	}); err != nil {
 		return fmt.Errorf("mounting the workspace: %w", err)
 	}
+	if err := mountWorkspaceMode(c, ws); err != nil {
+		return err
+	}
 	if err := protectPaths(root, c); err != nil {
 		return err
 	}

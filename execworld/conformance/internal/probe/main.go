@@ -93,6 +93,10 @@ func main() {
 		setuid(args[0])
 	case "whoami":
 		whoami()
+	case "wsedit":
+		wsEdit(args[0])
+	case "wswrite":
+		wsWrite(args[0])
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown subcommand", os.Args[1])
 		os.Exit(2)
