@@ -184,7 +184,14 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		plan.ResolvConf = w.resolvConf
 	}
 	if spec.Mode() == sandbox.WorkspaceOverlay {
-		if plan.WorkspaceSource, err = w.openOverlay(spec); err != nil {
+		lower, shift := spec.Workspace, uint32(0)
+		if wid.idmap {
+			if lower, err = w.mapOne(spec.Workspace); err != nil {
+				return nil, err
+			}
+			shift = MappedUID
+		}
+		if plan.WorkspaceSource, err = w.openOverlay(spec, lower, shift); err != nil {
 			return nil, err
 		}
 	}

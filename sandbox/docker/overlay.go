@@ -30,9 +30,11 @@ import (
 // directory.
 const overlayMerged = "merged"
 
-// openOverlay mounts the overlay workspace of spec and returns the host
-// path to bind at the workspace.
-func (w *world) openOverlay(spec *sandbox.Spec) (string, error) {
+// openOverlay mounts the overlay workspace of spec over lower (the
+// workspace, or its idmapped copy for a world that runs as
+// MappedUID+owner: then shift is MappedUID, and the upper root is owned
+// like the lower's) and returns the host path to bind at the workspace.
+func (w *world) openOverlay(spec *sandbox.Spec, lower string, shift uint32) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", &specError{field: "WorkspaceMode", msg: fmt.Sprintf("%s: the docker driver mounts the overlay on the host, which needs root; run dsh as root, use --driver native (which needs no privilege for it), or --workspace-mode rw or ro", sandbox.WorkspaceOverlay)}
 	}
@@ -72,7 +74,7 @@ func (w *world) openOverlay(spec *sandbox.Spec) (string, error) {
 	if err := unix.Mkdirat(mfd, "upper", 0o700); err != nil {
 		return "", fmt.Errorf("docker: overlay upper directory: %w", err)
 	}
-	if err := unix.Fchownat(mfd, "upper", int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fchownat(mfd, "upper", int(st.Uid+shift), int(st.Gid+shift), unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return "", fmt.Errorf("docker: overlay upper directory: %w", err)
 	}
 	if err := unix.Fchmodat(mfd, "upper", st.Mode&0o7777, 0); err != nil {
@@ -88,7 +90,7 @@ func (w *world) openOverlay(spec *sandbox.Spec) (string, error) {
 	}
 	defer unix.Close(ofd)
 	for _, o := range [][2]string{
-		{"lowerdir", strings.NewReplacer(`\`, `\\`, `:`, `\:`).Replace(spec.Workspace)},
+		{"lowerdir", strings.NewReplacer(`\`, `\\`, `:`, `\:`).Replace(lower)},
 		{"upperdir", self + "/upper"},
 		{"workdir", self + "/work"},
 		// What package workspace/changes reads: a renamed directory is a

@@ -92,11 +92,12 @@ func worldIdentity(spec *sandbox.Spec) (worldID, error) {
 // them from the host (the container's binds keep them); a directory is
 // never removed with what is below it.
 func (w *world) mapSources(spec *sandbox.Spec, host *container.HostConfig) error {
-	// The workspace, what shows it (an overlay's mount point) and the
-	// protected paths' binds, which show parts of it.
+	// The workspace and the protected paths' binds, which show parts of
+	// it. An overlay's mount point is not among them: overlayfs cannot be
+	// idmapped, its lower layer is (mapOne).
 	sources := map[string]bool{spec.Workspace: true}
 	for _, m := range host.Mounts {
-		if m.Target == spec.Workspace || strings.HasPrefix(m.Target, spec.Workspace+"/") {
+		if strings.HasPrefix(m.Target, spec.Workspace+"/") && strings.HasPrefix(m.Source, spec.Workspace+"/") {
 			sources[m.Source] = true
 		}
 	}
@@ -282,4 +283,21 @@ func specUser(u *specs.User) (string, []string) {
 		groups = append(groups, fmt.Sprint(g))
 	}
 	return fmt.Sprintf("%d:%d", u.UID, u.GID), groups
+}
+
+// mapOne attaches an idmapped copy of path (as mapSources does for the
+// binds) and returns where: an overlay's lower layer, which overlayfs
+// takes idmapped although the overlay itself cannot be.
+func (w *world) mapOne(path string) (string, error) {
+	ns, err := mappingNS(MappedUID, idmapSize)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(ns)
+	dir, err := idmapped(w.id, path, ns)
+	if err != nil {
+		return "", err
+	}
+	w.mapped = append(w.mapped, dir)
+	return dir, nil
 }
