@@ -70,6 +70,10 @@ type Options struct {
 	MaxReadBytes int64
 	// Logger receives operational errors. If nil, they are discarded.
 	Logger *slog.Logger
+	// Observe, if set, is told of every tool call when it ends: the
+	// tool, its status (ok, tool_error, canceled) and its duration
+	// (metrics).
+	Observe func(tool, status string, d time.Duration)
 }
 
 // Gateway is the MCP server of dsh serve. Its Server may be run over any

@@ -56,7 +56,7 @@ func addTool[In, Out any](g *Gateway, t *mcp.Tool, h handler[In, Out]) {
 		s, err := g.sessionOf(req.Session)
 		if err != nil {
 			rec.Session, rec.Status, rec.Error = sessionID(req.Session), "tool_error", err.Error()
-			g.audit.write(rec)
+			g.record(rec)
 			return nil, zero, err
 		}
 		rec.Session = s.id
@@ -72,14 +72,14 @@ func addTool[In, Out any](g *Gateway, t *mcp.Tool, h handler[In, Out]) {
 				rec.Status = "canceled"
 			}
 			rec.BytesOut = len(err.Error())
-			g.audit.write(rec)
+			g.record(rec)
 			return nil, zero, toolError(t.Name, err)
 		}
 		rec.Status = "ok"
 		if b, merr := json.Marshal(out); merr == nil {
 			rec.BytesOut = len(b) + len(text)
 		}
-		g.audit.write(rec)
+		g.record(rec)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 	})
 }
@@ -94,3 +94,11 @@ func toolError(tool string, err error) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// record writes the audit line of a call and tells Observe.
+func (g *Gateway) record(rec *auditRecord) {
+	g.audit.write(rec)
+	if g.opts.Observe != nil {
+		g.opts.Observe(rec.Tool, rec.Status, time.Duration(rec.DurationMs*float64(time.Millisecond)))
+	}
+}
