@@ -345,10 +345,7 @@ func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token s
 		g.Close()
 		return exitf(1, "--http %s: %v", s.http, err)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() }, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      s.idle,
-		MaxRequestBodyBytes: s.maxBody,
-	})
+	h := mcpHandler(g, s)
 	guard := &httpGuard{token: token, loopback: loopback, origins: s.allowOrigins}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", guard.wrap(h))
@@ -384,6 +381,35 @@ func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token s
 	}
 	srv.Close()
 	return err
+}
+
+// statelessRevision is the first MCP revision without sessions: each
+// request stands alone.
+const statelessRevision = "2026-07-28"
+
+// mcpHandler serves both kinds of MCP revision at /mcp: requests of
+// 2026-07-28 and later (MCP-Protocol-Version, no session) by the go-sdk's
+// stateless handler, each request a session and a world of its own;
+// the rest (initialize, then requests with Mcp-Session-Id) by the
+// stateful one.
+func mcpHandler(g *gateway.Gateway, s serveSettings) http.Handler {
+	get := func(*http.Request) *mcp.Server { return g.Server() }
+	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      s.idle,
+		MaxRequestBodyBytes: s.maxBody,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		MaxRequestBodyBytes:          s.maxBody,
+		PropagateRequestCancellation: true,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= statelessRevision {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 }
 
 // isLoopbackAddr reports whether HOST:PORT binds only loopback.

@@ -292,11 +292,16 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func httpSession(t *testing.T, url, token string) *mcp.ClientSession {
 	t.Helper()
+	return httpSessionAt(t, url, token, "2025-11-25")
+}
+
+func httpSessionAt(t *testing.T, url, token, revision string) *mcp.ClientSession {
+	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	hc := &http.Client{Transport: &bearer{token: token, rt: http.DefaultTransport}}
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: revision})
 	if err != nil {
 		t.Fatalf("connecting over HTTP: %v", err)
 	}
@@ -479,5 +484,58 @@ func TestServeSIGTERMDrains(t *testing.T) {
 	}
 	if left := nativeState(pid); len(left) > 0 {
 		t.Errorf("SIGTERM left %v", left)
+	}
+}
+
+func TestServeHTTPStatelessRevision(t *testing.T) {
+	requireNativeServe(t)
+	const token = "stateless-test-token"
+	ws := t.TempDir()
+	url, cmd := startServeHTTP(t, ws, []string{serveTokenEnv + "=" + token})
+	cs := httpSessionAt(t, url, token, "2026-07-28")
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s, want 2026-07-28", v)
+	}
+	// Each request is its own session: a fresh world each time, closed
+	// when the request ends.
+	a := decode[gateway.ExecOutput](t, callTool(t, cs, "exec", map[string]any{"command": "echo a > /tmp/a; ls /tmp"}))
+	b := decode[gateway.ExecOutput](t, callTool(t, cs, "exec", map[string]any{"command": "ls /tmp"}))
+	if a.World == b.World || regexp.MustCompile(`(?m)^a$`).MatchString(b.Stdout.Text) {
+		t.Errorf("stateless requests shared a world: %s %q, %s %q", a.World, a.Stdout.Text, b.World, b.Stdout.Text)
+	}
+	pid := cmd.Process.Pid
+	waitUntil(t, "the per-request worlds removed", 20*time.Second, func() bool { return len(nativeState(pid)) == 0 })
+}
+
+func TestServeCancelKillsAtTheGrace(t *testing.T) {
+	requireNativeServe(t)
+	ws := t.TempDir()
+	cs, _, _ := startServeStdio(t, ws)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		// The shell and its child both ignore SIGTERM.
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{
+			"command": "trap '' TERM; (trap '' TERM; sleep 300) & echo started > started; wait"}})
+		done <- err
+	}()
+	waitUntil(t, "the command started", 30*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(ws, "started"))
+		return err == nil
+	})
+	begin := time.Now()
+	cancel()
+	<-done
+	// The world's processes are gone once the grace (3 s) has passed:
+	// ask the same world.
+	var left string
+	waitUntil(t, "the process tree killed", 15*time.Second, func() bool {
+		r := decode[gateway.ExecOutput](t, callTool(t, cs, "exec", map[string]any{"command": "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done"}))
+		left = r.Stdout.Text
+		return !strings.Contains(left, "sleep 300")
+	})
+	if d := time.Since(begin); d < 2*time.Second {
+		t.Errorf("processes ignoring SIGTERM were gone after %v, before the 3 s grace: was it SIGTERM or SIGKILL?", d)
 	}
 }

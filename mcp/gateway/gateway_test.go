@@ -504,3 +504,25 @@ func TestStatusResource(t *testing.T) {
 		t.Errorf("confinement = %+v", st.Confinement)
 	}
 }
+
+func TestStatelessProtocolRevision(t *testing.T) {
+	f := newFixture(t, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := f.g.Server().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Errorf("negotiated %s, want 2026-07-28", v)
+	}
+	r := structured[gateway.ExecOutput](t, call(t, cs, "exec", map[string]any{"argv": []string{"echo", "modern"}}))
+	if r.Stdout.Text != "modern\n" {
+		t.Errorf("exec over 2026-07-28: %+v", r)
+	}
+}
