@@ -216,7 +216,7 @@ func checkConfinedSession(t *testing.T, cs *mcp.ClientSession, ws string) {
 	}
 	// Nothing listens on 127.0.0.1:1, and the policy refuses before dialling.
 	f := callTool(t, cs, "web_fetch", map[string]any{"url": "http://127.0.0.1:1/"})
-	if !f.IsError || !strings.Contains(resultText(f), "NET_DENIED") || !strings.Contains(resultText(f), "policy reason") {
+	if !f.IsError || !strings.Contains(resultText(f), "NET_DENIED") || !strings.Contains(resultText(f), "loopback address") {
 		t.Errorf("web_fetch of a loopback address: %s", resultText(f))
 	}
 }

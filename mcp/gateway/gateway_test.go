@@ -450,7 +450,7 @@ func TestWebFetchGoesThroughTheWorldPolicy(t *testing.T) {
 	cs := f.connect(t, nil)
 	// 127.0.0.1:1 - nothing listens, and the policy refuses before any dial.
 	r := call(t, cs, "web_fetch", map[string]any{"url": "http://127.0.0.1:1/"})
-	wantToolError(t, r, "NET_DENIED", "policy reason")
+	wantToolError(t, r, "NET_DENIED", "loopback address")
 }
 
 func TestAuditLines(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -38,7 +39,7 @@ type webError struct {
 }
 
 func (e *webError) Error() string {
-	if e.reason != "" {
+	if e.reason != "" && !strings.Contains(e.err.Error(), e.reason) {
 		return fmt.Sprintf("%v (policy reason: %s)", e.err, e.reason)
 	}
 	return e.err.Error()
