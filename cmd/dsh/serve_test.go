@@ -249,20 +249,28 @@ func TestServeStdio(t *testing.T) {
 
 // startServeHTTP starts "dsh serve --http 127.0.0.1:0 ARGS" and returns its
 // /mcp URL.
-func startServeHTTP(t *testing.T, ws string, env []string, args ...string) (string, *exec.Cmd) {
+func startServeHTTP(t *testing.T, ws string, env []string, args ...string) (string, *servedProc) {
 	t.Helper()
 	cmd := exec.Command(staticDsh(t), append([]string{"serve", "--workspace", ws, "--http", "127.0.0.1:0", "--audit", "off"}, args...)...)
 	cmd.Env = append(serveEnv(t), env...)
-	pr, err := cmd.StderrPipe()
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	pw.Close()
+	p := &servedProc{Cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
+		if p.wait(20*time.Second) != nil {
+			cmd.Process.Kill()
+			<-p.done
+		}
+		pr.Close()
 	})
 	sc := bufio.NewScanner(pr)
 	re := regexp.MustCompile(`listening on (http://\S+/mcp)`)
@@ -271,7 +279,7 @@ func startServeHTTP(t *testing.T, ws string, env []string, args ...string) (stri
 		lines = append(lines, sc.Text())
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
 			go io.Copy(io.Discard, pr)
-			return m[1], cmd
+			return m[1], p
 		}
 	}
 	t.Fatalf("dsh serve --http did not start:\n%s", strings.Join(lines, "\n"))
@@ -537,5 +545,49 @@ func TestServeCancelKillsAtTheGrace(t *testing.T) {
 	})
 	if d := time.Since(begin); d < 2*time.Second {
 		t.Errorf("processes ignoring SIGTERM were gone after %v, before the 3 s grace: was it SIGTERM or SIGKILL?", d)
+	}
+}
+
+func TestServeHTTPIdleAndLimitsAndSIGTERM(t *testing.T) {
+	requireNativeServe(t)
+	const token = "idle-test-token"
+	ws := t.TempDir()
+	url, p := startServeHTTP(t, ws, []string{serveTokenEnv + "=" + token}, "--idle-timeout", "1s", "--max-body", "2000")
+	pid := p.Process.Pid
+
+	// A request body over --max-body is refused.
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 3000) + `"}}`
+	req, _ := http.NewRequest("POST", url, strings.NewReader(big))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 3 KB body with --max-body 2000: HTTP %d, want 413", resp.StatusCode)
+	}
+
+	// An idle session's world is closed.
+	cs := httpSession(t, url, token)
+	decode[gateway.ExecOutput](t, callTool(t, cs, "exec", map[string]any{"command": "true"}))
+	if len(nativeState(pid)) == 0 {
+		t.Fatal("no world after exec: the idle check would prove nothing")
+	}
+	waitUntil(t, "the idle world closed", 20*time.Second, func() bool { return len(nativeState(pid)) == 0 })
+	cs.Close()
+
+	// SIGTERM: a world open, dsh serve exits 0 and leaves nothing.
+	cs = httpSession(t, url, token)
+	defer cs.Close()
+	decode[gateway.ExecOutput](t, callTool(t, cs, "exec", map[string]any{"command": "true"}))
+	p.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(30 * time.Second); err != nil {
+		t.Errorf("dsh serve --http after SIGTERM: %v, want exit 0", err)
+	}
+	if left := nativeState(pid); len(left) > 0 {
+		t.Errorf("SIGTERM left %v", left)
 	}
 }

@@ -63,7 +63,7 @@ func addTool[In, Out any](g *Gateway, t *mcp.Tool, h handler[In, Out]) {
 		s.begin()
 		defer s.end()
 		c := &call{g: g, s: s, id: rec.Call, req: req}
-		text, out, err := h(ctx, c, in)
+		text, out, err := safely(ctx, c, in, h)
 		rec.World, rec.ExitCode = c.wid, c.exit
 		rec.DurationMs = float64(time.Since(begin).Microseconds()) / 1000
 		if err != nil {
@@ -101,4 +101,16 @@ func (g *Gateway) record(rec *auditRecord) {
 	if g.opts.Observe != nil {
 		g.opts.Observe(rec.Tool, rec.Status, time.Duration(rec.DurationMs*float64(time.Millisecond)))
 	}
+}
+
+// safely runs h, turning a panic into a tool error: one bad call never
+// takes the server, and every other session's world, down with it.
+func safely[In, Out any](ctx context.Context, c *call, in In, h handler[In, Out]) (text string, out Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.g.log.Error("tool handler panicked", "tool", c.req.Params.Name, "panic", r)
+			err = fmt.Errorf("internal error in dsh serve (%v); the call did not complete: report it with the audit line of call %s", r, c.id)
+		}
+	}()
+	return h(ctx, c, in)
 }
