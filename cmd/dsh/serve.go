@@ -448,10 +448,11 @@ func (g *httpGuard) wrap(h http.Handler) http.Handler {
 }
 
 func (g *httpGuard) tokenOK(header string) bool {
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
+	// The scheme is case-insensitive (RFC 9110 §11.1).
+	if len(header) < 7 || !strings.EqualFold(header[:7], "Bearer ") {
 		return false
 	}
+	got := header[7:]
 	// Hashes have one length, so the compare leaks nothing about it.
 	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(g.token))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1

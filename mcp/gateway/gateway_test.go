@@ -526,3 +526,27 @@ func TestStatelessProtocolRevision(t *testing.T) {
 		t.Errorf("exec over 2026-07-28: %+v", r)
 	}
 }
+
+func TestCommandFallsBackToShWithoutBash(t *testing.T) {
+	f := newFixture(t, nil)
+	f.backend.StartErr = func(p sandbox.ProcessSpec) error {
+		if p.Argv[0] == "bash" {
+			return sandbox.ErrNotFound
+		}
+		return nil
+	}
+	cs := f.connect(t, nil)
+	for range 2 {
+		r := structured[gateway.ExecOutput](t, call(t, cs, "exec", map[string]any{"command": "echo via $0"}))
+		if r.Stdout.Text != "via sh\n" {
+			t.Errorf("without bash: %q", r.Stdout.Text)
+		}
+	}
+	var shells []string
+	for _, p := range f.backend.Started() {
+		shells = append(shells, p.Argv[0])
+	}
+	if strings.Join(shells, " ") != "sh sh" {
+		t.Errorf("started %v: bash is tried once (refused before starting), then sh for every line", shells)
+	}
+}
