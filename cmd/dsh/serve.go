@@ -139,6 +139,15 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if s.http == "" && (token != "" && s.tokenFile != "") {
 		return exitf(2, "--token-file applies to --http only: stdio has no one to authenticate; drop it or add --http ADDR")
 	}
+	loopback := false
+	if s.http != "" {
+		if loopback, err = isLoopbackAddr(s.http); err != nil {
+			return exitf(2, "--http %s: %v; give HOST:PORT, such as 127.0.0.1:8765", s.http, err)
+		}
+		if token == "" && !loopback {
+			return exitf(2, "--http %s is not a loopback address, so a bearer token is required: pass --token-file FILE or set $%s (or bind to 127.0.0.1)", s.http, serveTokenEnv)
+		}
+	}
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return err
@@ -209,7 +218,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if s.http == "" {
 		return serveStdio(ctx, g, s, stderr)
 	}
-	return serveHTTP(ctx, g, s, token, metrics, stderr)
+	return serveHTTP(ctx, g, s, token, loopback, metrics, stderr)
 }
 
 // serveToken reads the bearer token: --token-file, else $DSH_SERVE_TOKEN.
@@ -330,16 +339,7 @@ func closeGateway(g *gateway.Gateway) error {
 }
 
 // serveHTTP serves Streamable HTTP until a signal comes.
-func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token string, m *serveMetrics, stderr io.Writer) error {
-	loopback, err := isLoopbackAddr(s.http)
-	if err != nil {
-		g.Close()
-		return exitf(2, "--http %s: %v; give HOST:PORT, such as 127.0.0.1:8765", s.http, err)
-	}
-	if token == "" && !loopback {
-		g.Close()
-		return exitf(2, "--http %s is not a loopback address, so a bearer token is required: pass --token-file FILE or set $%s (or bind to 127.0.0.1)", s.http, serveTokenEnv)
-	}
+func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token string, loopback bool, m *serveMetrics, stderr io.Writer) error {
 	l, err := net.Listen("tcp", s.http)
 	if err != nil {
 		g.Close()
