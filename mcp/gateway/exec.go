@@ -124,12 +124,16 @@ func (g *Gateway) exec(ctx context.Context, c *call, in ExecInput) (string, Exec
 	}
 	prog.stop()
 	if err != nil && res == nil {
-		var ie = execworld.ErrInvalidCmd
-		if errors.Is(err, ie) && in.Cwd != "" && strings.Contains(err.Error(), "working directory") {
+		// Nothing ran: the command was refused before it started.
+		switch {
+		case errors.Is(err, execworld.ErrInvalidCmd) && in.Cwd != "" && strings.Contains(err.Error(), "working directory"):
 			return "", out, badArg("cwd", "%v", err)
-		}
-		if errors.As(err, &se) {
-			return "", out, badArg("argv", "%v", err)
+		case errors.Is(err, execworld.ErrInvalidCmd), errors.As(err, &se):
+			arg := "argv"
+			if in.Command != "" {
+				arg = "command"
+			}
+			return "", out, badArg(arg, "%v", err)
 		}
 		return "", out, err
 	}

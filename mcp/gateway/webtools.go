@@ -31,8 +31,8 @@ type SearchInput struct {
 	Queries []string `json:"queries" jsonschema:"1 to 4 search queries"`
 }
 
-// FetchError is web_fetch's and web_search's failure: the typed code
-// and, for NET_DENIED, the policy's reason.
+// webError is a web_fetch or web_search failure: the typed code and,
+// for NET_DENIED, the policy's reason.
 type webError struct {
 	code, reason string
 	err          error
