@@ -191,10 +191,8 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	// What a killed dsh serve left behind goes now, before any world opens.
 	reapOnce(cmd.Context(), backend, stderr)
-	spec := plan.spec
-	open := func(ctx context.Context) (*execworld.World, error) {
-		return execworld.Open(ctx, backend, &execworld.Options{Spec: spec, Egress: plan.egress, Net: webPolicy, Audit: proxyAudit})
-	}
+	plan.net, plan.audit = webPolicy, proxyAudit
+	open := func(ctx context.Context) (*execworld.World, error) { return openWorldOn(ctx, backend, plan) }
 	metrics := newServeMetrics()
 	g, err := gateway.New(&gateway.Options{
 		Open:           open,
