@@ -25,7 +25,7 @@ type rule struct {
 // faces are execworld and the surfaces above it. They may import sandbox
 // (the Spec and the types of the driver contract), nothing below it: no
 // driver and no code of one, so a new driver is covered without an edit.
-var faces = []string{"execworld/...", "web/...", "lsp/...", "mcp/bridge/..."}
+var faces = []string{"execworld/...", "web/...", "lsp/...", "mcp/bridge/...", "mcp/gateway/..."}
 
 // rules are the "may not import" rules of ARCHITECTURE.md. Test files are
 // not checked: driver tests may run the conformance suite of execworld.

@@ -35,7 +35,7 @@ causes can escape it.`,
 		newPolicyCmd(),
 		newProxyCmd(),
 		newFetchCmd(), newSearchCmd(),
-		newRunCmd(),
+		newRunCmd(), newServeCmd(),
 		newExitCodesTopic(),
 	)
 	contractCommands(root)

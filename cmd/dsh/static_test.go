@@ -19,7 +19,7 @@ var static struct {
 // staticDsh builds the static dsh binary once per test run and returns its
 // path: tests that need dsh as the init of a sandbox (the docker driver
 // mounts it into the container) or as a whole program use it.
-func staticDsh(t *testing.T) string {
+func staticDsh(t testing.TB) string {
 	t.Helper()
 	static.once.Do(func() {
 		static.dir, static.err = os.MkdirTemp("", "dsh-static-")

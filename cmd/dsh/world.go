@@ -108,6 +108,10 @@ type worldPlan struct {
 	// audit, set by the caller, receives the egress proxy's JSON audit
 	// lines; nil for none.
 	audit io.Writer
+	// net, set by the caller, is the policy of dsh's own egress on the
+	// world's behalf (dsh serve's web_fetch: the web policy); nil means
+	// the egress policy.
+	net *netpolicy.Policy
 }
 
 // planWorld decides the world that cfg (validated by loadConfig) and the
@@ -128,6 +132,10 @@ func planWorld(cfg *config.Config, o worldOverrides) (*worldPlan, error) {
 	if err := applyViews(spec, cfg.Sandbox, o.Views, d); err != nil {
 		return nil, err
 	}
+	// Planned once, however many worlds a command opens from it.
+	if err := hideConfigDir(spec); err != nil {
+		return nil, err
+	}
 	egress, err := resolvePolicy(cfg.Network, o.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("egress policy: %w", err)
@@ -142,10 +150,13 @@ func openWorld(ctx context.Context, p *worldPlan, warn io.Writer) (*execworld.Wo
 		return nil, err
 	}
 	reapOnce(ctx, backend, warn)
-	if err := hideConfigDir(p.spec); err != nil {
-		return nil, err
-	}
-	return execworld.Open(ctx, backend, &execworld.Options{Spec: p.spec, Egress: p.egress, Audit: p.audit})
+	return openWorldOn(ctx, backend, p)
+}
+
+// openWorldOn opens the planned world on a backend already made: dsh
+// serve opens many worlds on one.
+func openWorldOn(ctx context.Context, backend execworld.Backend, p *worldPlan) (*execworld.World, error) {
+	return execworld.Open(ctx, backend, &execworld.Options{Spec: p.spec, Egress: p.egress, Net: p.net, Audit: p.audit})
 }
 
 // reapOnce removes what crashed dsh processes left of a driver's worlds

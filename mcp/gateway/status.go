@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Confinement is what the worlds of a gateway really have, as the
+// configuration decided it (the caller fills it in from the plan it
+// opens worlds with).
+type Confinement struct {
+	Driver    string   `json:"driver" jsonschema:"the sandbox driver: native, docker, or host (no confinement)"`
+	Confined  bool     `json:"confined" jsonschema:"false only for the host driver (--unconfined)"`
+	Workspace string   `json:"workspace"`
+	Memory    string   `json:"memory,omitempty" jsonschema:"memory limit, empty when limits are off"`
+	Pids      int64    `json:"pids,omitempty"`
+	CPUs      float64  `json:"cpus,omitempty"`
+	LimitsOff bool     `json:"limits_off"`
+	Egress    string   `json:"egress_default" jsonschema:"the world's egress default: deny or public"`
+	Allow     []string `json:"egress_allow,omitempty"`
+	WebPolicy string   `json:"web_default" jsonschema:"web_fetch's policy default"`
+	Masks     []string `json:"masks" jsonschema:"host paths hidden inside the world"`
+	Unix      bool     `json:"unix_sockets"`
+}
+
+// Capability is one surface's state.
+type Capability struct {
+	Name       string `json:"name"`
+	Exists     bool   `json:"exists" jsonschema:"built into this dsh"`
+	Configured bool   `json:"configured" jsonschema:"set up by the configuration"`
+	Visible    bool   `json:"visible" jsonschema:"offered as tools to this client"`
+	Ready      bool   `json:"ready" jsonschema:"usable now, without further set-up"`
+	Reason     string `json:"reason,omitempty" jsonschema:"why not, when it is not ready"`
+}
+
+// StatusOutput is the status tool's result (and the dsh://status
+// resource).
+type StatusOutput struct {
+	Session      string       `json:"session"`
+	World        string       `json:"world,omitempty" jsonschema:"the ID of this session's world, empty until a tool opens it"`
+	Capabilities []Capability `json:"capabilities"`
+	Confinement  Confinement  `json:"confinement"`
+}
+
+// StatusURI is the status resource.
+const StatusURI = "dsh://status"
+
+func (g *Gateway) addStatus() {
+	addTool(g, &mcp.Tool{
+		Name:        "status",
+		Title:       "What this dsh offers and how it confines",
+		Description: "Report, per capability, whether it exists, is configured, visible and ready (with the reason), and the confinement of this session's world: driver, limits, egress default, masks.",
+		Annotations: &mcp.ToolAnnotations{Title: "status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, func(ctx context.Context, c *call, _ struct{}) (string, StatusOutput, error) {
+		st := g.status(c.s)
+		c.wid = st.World
+		return statusText(&st), st, nil
+	})
+	g.server.AddResource(&mcp.Resource{
+		URI: StatusURI, Name: "status", MIMEType: "application/json",
+		Description: "The status tool's report as JSON.",
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		s, err := g.sessionOf(req.Session)
+		if err != nil {
+			return nil, err
+		}
+		st := g.status(s)
+		b, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: StatusURI, MIMEType: "application/json", Text: string(b)}}}, nil
+	})
+}
+
+func (g *Gateway) status(s *session) StatusOutput {
+	st := StatusOutput{Session: s.id, World: s.worldID(), Confinement: g.opts.Confinement}
+	if st.Confinement.Masks == nil {
+		st.Confinement.Masks = []string{}
+	}
+	world := Capability{Exists: true, Configured: true, Visible: true, Ready: true}
+	if st.World == "" {
+		world.Reason = "the world opens on the first call that needs it"
+	}
+	if !g.opts.Confinement.Confined {
+		world.Reason = strings.TrimPrefix(world.Reason+"; ", "; ") + "UNCONFINED: the host driver runs everything directly on this host"
+	}
+	for _, name := range []string{"exec", "files"} {
+		c := world
+		c.Name = name
+		st.Capabilities = append(st.Capabilities, c)
+	}
+	fetch := world
+	fetch.Name = "web_fetch"
+	fetch.Reason = fmt.Sprintf("web policy default %q; private, loopback and metadata addresses refused", g.opts.Confinement.WebPolicy)
+	st.Capabilities = append(st.Capabilities, fetch)
+
+	search := Capability{Name: "web_search", Exists: true, Visible: true}
+	switch {
+	case g.opts.Search == nil:
+		search.Reason = "no search provider configured (web.search)"
+	default:
+		if _, err := g.opts.Search.Select(g.opts.SearchProvider); err != nil {
+			search.Configured = g.opts.SearchProvider != ""
+			search.Reason = err.Error()
+		} else {
+			search.Configured, search.Ready = true, true
+		}
+	}
+	st.Capabilities = append(st.Capabilities, search)
+	for _, name := range []string{"lsp", "mcp_bridge", "skills"} {
+		st.Capabilities = append(st.Capabilities, Capability{Name: name, Reason: "not built into this dsh yet"})
+	}
+	return st
+}
+
+func statusText(st *StatusOutput) string {
+	var b strings.Builder
+	c := st.Confinement
+	conf := "confined"
+	if !c.Confined {
+		conf = "UNCONFINED"
+	}
+	fmt.Fprintf(&b, "session %s, world %s: %s driver (%s), workspace %s\n", st.Session, orNone(st.World), c.Driver, conf, c.Workspace)
+	if c.LimitsOff {
+		b.WriteString("limits: off\n")
+	} else {
+		fmt.Fprintf(&b, "limits: memory %s, pids %d, cpus %g\n", c.Memory, c.Pids, c.CPUs)
+	}
+	fmt.Fprintf(&b, "egress default %s (%d allow entries); web_fetch default %s; unix sockets %v; %d masks\n", c.Egress, len(c.Allow), c.WebPolicy, c.Unix, len(c.Masks))
+	for _, cp := range st.Capabilities {
+		state := "ready"
+		if !cp.Ready {
+			state = "not ready"
+		}
+		fmt.Fprintf(&b, "%s: exists=%v configured=%v visible=%v %s", cp.Name, cp.Exists, cp.Configured, cp.Visible, state)
+		if cp.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", cp.Reason)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(not open yet)"
+	}
+	return s
+}
+
+func (g *Gateway) addTools() {
+	g.addExec()
+	g.addFiles()
+	g.addWeb()
+	g.addStatus()
+}
