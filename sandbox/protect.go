@@ -129,7 +129,12 @@ func PrepareProtected(ws string, list []string, worldIsCaller bool) (_ *Protecti
 		return nil, fmt.Errorf("protected paths: opening the workspace %s: %w", ws, err)
 	}
 	defer unix.Close(root)
+	unlock, err := lockWorkspace(ws)
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
+		unlock()
 		if err != nil {
 			p.Close()
 		}
@@ -312,6 +317,11 @@ func (p *Protection) Close() error {
 		return nil // the workspace is gone, and its placeholders with it
 	}
 	defer unix.Close(root)
+	unlock, err := lockWorkspace(p.ws)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	var errs []error
 	for i := len(p.made) - 1; i >= 0; i-- {
 		if err := p.remove(root, p.made[i]); err != nil {
@@ -359,4 +369,20 @@ func (p *Protection) remove(root int, ph placeholder) error {
 		return fmt.Errorf("removing the placeholder %s from the workspace %s: %w", ph.rel, p.ws, err)
 	}
 	return nil
+}
+
+// lockWorkspace serializes PrepareProtected and Close of the worlds on
+// one workspace, in every dsh process (an exclusive flock of the
+// workspace directory): a world closing never removes a placeholder
+// between another world's finding it and holding it.
+func lockWorkspace(ws string) (unlock func(), err error) {
+	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("protected paths: opening the workspace %s: %w", ws, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("protected paths: locking the workspace %s: %w", ws, err)
+	}
+	return func() { unix.Close(fd) }, nil
 }

@@ -304,7 +304,8 @@ func orDefault(s, d string) string {
 // serveStdio serves one MCP session on stdin and stdout until the client
 // closes it or a signal comes.
 func serveStdio(ctx context.Context, g *gateway.Gateway, s serveSettings, stderr io.Writer) error {
-	ss, err := g.Server().Connect(context.Background(), &mcp.StdioTransport{}, nil)
+	transport, answers := stdioTransport(g.Server())
+	ss, err := g.Server().Connect(context.Background(), transport, nil)
 	if err != nil {
 		g.Close()
 		return fmt.Errorf("serving MCP on stdio: %w", err)
@@ -315,6 +316,7 @@ func serveStdio(ctx context.Context, g *gateway.Gateway, s serveSettings, stderr
 	case <-ended:
 	case <-ctx.Done():
 		drain(g, s.grace, stderr)
+		answers.wait(time.Second) // the answers of the calls that finished
 		ss.Close()
 	}
 	return closeGateway(g)
