@@ -240,7 +240,11 @@ func Presets() []ServerConfig {
 			// proxy, so gopls must not try it, nor let GOFLAGS=-mod=mod or
 			// a toolchain switch send it there. Caches live in the world's
 			// private, writable /tmp.
+			// The go command gopls runs is looked up on PATH, and Go
+			// installs in /usr/local/go (the Go images, the host's tree
+			// a native world sees).
 			Env: []string{
+				"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 				"GOPROXY=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOTELEMETRY=off",
 				"GOCACHE=/tmp/dsh-gopls/cache", "GOPATH=/tmp/dsh-gopls/gopath",
 			},

@@ -37,13 +37,13 @@ type fake struct {
 	defs   int
 	// answers to our own requests, by id
 	mu      sync.Mutex
-	answers map[string]chan json.RawMessage
+	asked   map[string]string // method of our requests, by id
 	hanging map[string]bool
 }
 
 func runFake() int {
 	f := &fake{modes: map[string]bool{}, dir: os.Getenv("FAKE_LSP_DIR"), in: bufio.NewReader(os.Stdin), out: os.Stdout,
-		answers: map[string]chan json.RawMessage{}, hanging: map[string]bool{}}
+		asked: map[string]string{}, hanging: map[string]bool{}}
 	for _, m := range strings.Split(os.Getenv("FAKE_LSP_MODE"), ",") {
 		f.modes[m] = true
 	}
@@ -65,11 +65,9 @@ func runFake() int {
 		f.appendFile("received.jsonl", fmt.Sprintf(`{"pid":%d,"msg":%s}`, os.Getpid(), body))
 		if m.Method == "" {
 			f.mu.Lock()
-			ch := f.answers[string(m.ID)]
+			method := f.asked[string(m.ID)]
 			f.mu.Unlock()
-			if ch != nil {
-				ch <- body
-			}
+			f.appendFile("answers.jsonl", fmt.Sprintf(`{"method":%q,"answer":%s}`, method, body))
 			continue
 		}
 		if exit := f.handle(m); exit >= 0 {
@@ -144,22 +142,14 @@ func (f *fake) replyErr(id json.RawMessage, code int, msg string) {
 	f.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
 }
 
-// ask sends a request to the client and logs its answer.
+// ask sends a request to the client; the read loop logs its answer.
 func (f *fake) ask(method string, params any) {
 	f.mu.Lock()
 	f.nextID++
 	id := fmt.Sprintf(`"s%d"`, f.nextID)
-	ch := make(chan json.RawMessage, 1)
-	f.answers[id] = ch
+	f.asked[id] = method
 	f.mu.Unlock()
 	f.send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
-	go func() {
-		select {
-		case b := <-ch:
-			f.appendFile("answers.jsonl", fmt.Sprintf(`{"method":%q,"answer":%s}`, method, b))
-		case <-time.After(5 * time.Second):
-		}
-	}()
 }
 
 func (f *fake) progress(kind string) {
