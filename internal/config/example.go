@@ -37,6 +37,7 @@ var keyDocs = map[string]string{
 	"web.fetch.max_redirects":  "Redirects followed at most.",
 	"web.search.provider":      "Search provider: searxng or brave; empty picks the one configured.",
 	"web.search.searxng_url":   "Base URL of a SearXNG instance.",
+	"lsp.servers":              "Language servers beside the presets (gopls, typescript-language-server,\npyright-langserver, clangd, rust-analyzer), each run inside the world:\n{id, command, args, env: [KEY=VALUE], extensions: {\".go\": go},\ninitialization_options and settings (JSON text), readiness: none|progress|log|quiescent, readiness_pattern,\nreadiness_timeout, startup_timeout, request_timeout, image}. A server\nwith a preset's id or extension replaces that preset.",
 	"web.search.brave_key_env": "Environment variable holding the Brave Search API key.",
 	"proxy.listen":             "Address dsh proxy serves on: host:port or unix:PATH. Flag --listen.",
 	"proxy.audit":              "Egress audit log: a file (one JSON line per connection and request),\n- for stdout, or empty for none. Flag --audit.",

@@ -37,6 +37,7 @@ func (c *Config) Validate(drivers []string) error {
 			bad(fmt.Sprintf("sandbox.home.allow[%d]", i), "%q is not a ~/path inside the home (such as ~/go)", a)
 		}
 	}
+	validateLSP(c.LSP, bad)
 	validatePolicy("network", c.Network, bad)
 	validatePolicy("web.policy", c.Web.Policy, bad)
 
