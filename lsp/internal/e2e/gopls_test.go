@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/lsp"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/docker"
 	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
@@ -150,7 +154,12 @@ func serverPIDs(t *testing.T, w *execworld.World, name string) string {
 }
 
 func TestGoplsNative(t *testing.T) {
-	g := openNative(t, []lsp.ServerConfig{goplsServer(t)})
+	testGopls(t, openNative(t, []lsp.ServerConfig{goplsServer(t)}))
+}
+
+// testGopls asks gopls the four questions about the module, kills it
+// and asks again, and checks that Close leaves nothing running.
+func testGopls(t *testing.T, g *goWorld) {
 
 	t.Run("definition across files", func(t *testing.T) {
 		got := rendered(g.query(t, lsp.Definition, "use.go", useLine, totalCol))
@@ -185,7 +194,7 @@ func TestGoplsNative(t *testing.T) {
 		if pids == "" {
 			t.Fatal("no gopls runs in the world")
 		}
-		if _, err := g.w.Exec.Run(context.Background(), &execworld.Cmd{Argv: append([]string{"kill", "-9"}, strings.Fields(pids)...)}); err != nil {
+		if _, err := g.w.Exec.Run(context.Background(), &execworld.Cmd{Argv: append([]string{"sh", "-c", `kill -9 "$@"`, "sh"}, strings.Fields(pids)...)}); err != nil {
 			t.Fatal(err)
 		}
 		got := rendered(g.query(t, lsp.Definition, "use.go", useLine, totalCol))
@@ -220,4 +229,81 @@ func TestServerExitingAtStartNative(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
+}
+
+// The static dsh binary a docker world runs as its init, built once.
+var dshBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func initBinary(t *testing.T) string {
+	t.Helper()
+	dshBin.once.Do(func() {
+		dshBin.dir, dshBin.err = os.MkdirTemp("", "dsh-lsp-e2e-")
+		if dshBin.err != nil {
+			return
+		}
+		dshBin.path = filepath.Join(dshBin.dir, "dsh")
+		cmd := exec.Command("go", "build", "-o", dshBin.path, "github.com/dsh-dev/dsh/cmd/dsh")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			dshBin.err = fmt.Errorf("building the static dsh binary: %v\n%s", err, out)
+		}
+	})
+	if dshBin.err != nil {
+		t.Fatal(dshBin.err)
+	}
+	return dshBin.path
+}
+
+// goImage is the image images/build.sh builds with Go and gopls.
+const goImage = "dsh/go:latest"
+
+func openDocker(t *testing.T, servers []lsp.ServerConfig) *goWorld {
+	t.Helper()
+	testenv.RequireDocker(t)
+	if err := exec.Command("docker", "image", "inspect", goImage).Run(); err != nil {
+		if os.Getenv("DSH_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("image %s is missing; build it with: make images", goImage)
+		}
+		t.Skipf("image %s is missing; build it with: make images", goImage)
+	}
+	d, err := docker.New(&docker.Options{InitPath: initBinary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	// The image's user (dsh, uid 1000) must read and write the workspace.
+	os.Chmod(ws, 0o777)
+	for name, content := range module {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := sandbox.DefaultSpec(ws)
+	spec.Image = goImage
+	w, err := execworld.Open(context.Background(), d, &execworld.Options{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Close()
+		if c, ok := any(d).(interface{ Close() error }); ok {
+			c.Close()
+		}
+	})
+	c, err := lsp.New(w, &lsp.Options{Servers: servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &goWorld{w: w, c: c, ws: w.FS.Root()}
+}
+
+func TestGoplsDocker(t *testing.T) {
+	// The preset as it is: gopls and go resolve on the image's PATH.
+	g := openDocker(t, []lsp.ServerConfig{lsp.Presets()[0]})
+	testGopls(t, g)
 }
