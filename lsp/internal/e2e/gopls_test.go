@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/execworld/execworldtest"
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/lsp"
 	"github.com/dsh-dev/dsh/sandbox"
@@ -23,7 +24,7 @@ import (
 // gopls returns the gopls scripts/ensure-gopls.sh installed: in
 // DSH_PEERS_DIR, else .cache/peers of the checkout. Missing, the test
 // skips, or fails with DSH_REQUIRE_TOOLS=1.
-func gopls(t *testing.T) string {
+func gopls(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("DSH_PEERS_DIR")
 	if dir == "" {
@@ -98,16 +99,30 @@ type goWorld struct {
 	ws string
 }
 
-func openNative(t *testing.T, servers []lsp.ServerConfig) *goWorld {
+func openNative(t testing.TB, servers []lsp.ServerConfig) *goWorld {
 	t.Helper()
 	testenv.RequireUserNS(t)
+	return openLocal(t, servers, false)
+}
+
+// openLocal opens a native world, or with fake execworldtest's
+// unconfined fake (host processes: the benchmarks' breakdown).
+func openLocal(t testing.TB, servers []lsp.ServerConfig, fake bool) *goWorld {
+	t.Helper()
 	ws := t.TempDir()
 	for name, content := range module {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w, err := execworld.Open(context.Background(), native.New(nil), &execworld.Options{Spec: sandbox.DefaultSpec(ws)})
+	spec := sandbox.DefaultSpec(ws)
+	var w *execworld.World
+	var err error
+	if fake {
+		w, _ = execworldtest.NewWorld(t, &execworld.Options{Spec: spec})
+	} else {
+		w, err = execworld.Open(context.Background(), native.New(nil), &execworld.Options{Spec: spec})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +135,7 @@ func openNative(t *testing.T, servers []lsp.ServerConfig) *goWorld {
 	return &goWorld{w: w, c: c, ws: w.FS.Root()}
 }
 
-func goplsServer(t *testing.T) lsp.ServerConfig {
+func goplsServer(t testing.TB) lsp.ServerConfig {
 	s := lsp.Presets()[0]
 	if s.ID != "gopls" {
 		t.Fatalf("the first preset is %s, not gopls", s.ID)
