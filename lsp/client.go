@@ -206,9 +206,11 @@ func (c *Client) Query(ctx context.Context, q Query) (*Result, error) {
 	res := &Result{Workspace: ws.host, Server: cfg.ID}
 	if q.Op == Hover {
 		res.Kind = KindHover
-		res.Hover, err = parseHover(raw)
+		if res.Hover, err = parseHover(raw); err != nil {
+			return nil, err
+		}
 		res.HasHover = res.Hover != ""
-		return res, err
+		return res, nil
 	}
 	res.Kind = KindLocations
 	wire, err := parseLocations(q.Op.method(), raw)
@@ -332,6 +334,8 @@ func (s *slot) instance(ctx context.Context, c *Client) (*instance, error) {
 		old.kill()
 		s.mu.Lock()
 	}
+	// The first restart after a failure is at once (the one retry of a
+	// query); each further one waits twice as long as the last.
 	var wait time.Duration
 	if s.fails > 0 {
 		since := time.Since(s.lastAt)
@@ -340,7 +344,13 @@ func (s *slot) instance(ctx context.Context, c *Client) (*instance, error) {
 			s.mu.Unlock()
 			return nil, errorf(CodeServerFailed, nil, "language server %s failed %d times in a row and is not restarted for %v: %s", s.cfg.ID, c.maxFail, (c.backoff[1] - since).Round(time.Second), why)
 		}
-		wait = min(c.backoff[1], c.backoff[0]<<min(s.fails-1, 16)) - since
+		if s.fails > 1 {
+			wait = min(c.backoff[1], c.backoff[0]<<min(s.fails-2, 16)) - since
+		}
+	}
+	if c.isClosed() {
+		s.mu.Unlock()
+		return nil, errorf(CodeUnavailable, execworld.ErrClosed, "the LSP client is closed")
 	}
 	s.state = StateStarting
 	s.mu.Unlock()
@@ -366,10 +376,22 @@ func (s *slot) instance(ctx context.Context, c *Client) (*instance, error) {
 		return nil, err
 	}
 	s.mu.Lock()
+	if c.isClosed() {
+		// Closed while starting: nothing may outlive Close.
+		s.mu.Unlock()
+		in.close()
+		return nil, errorf(CodeUnavailable, execworld.ErrClosed, "the LSP client is closed")
+	}
 	s.inst = in
 	s.state = StateReady
 	s.mu.Unlock()
 	return in, nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 func (s *slot) succeeded() {

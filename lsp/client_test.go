@@ -588,3 +588,31 @@ func TestCommandNotFound(t *testing.T) {
 		t.Errorf("error %q", err)
 	}
 }
+
+func TestCloseDuringAQuery(t *testing.T) {
+	h := newHarness(t, "hang", func(s *ServerConfig, _ *Options) { s.ShutdownTimeout = 200 * time.Millisecond })
+	done := make(chan error, 1)
+	go func() { _, err := h.query(Definition); done <- err }()
+	for deadline := time.Now().Add(5 * time.Second); len(h.starts()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the request is pending
+	h.c.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("query answered although the client closed under it")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("query still waits after Close")
+	}
+	pids := h.starts()
+	if len(pids) != 1 {
+		t.Errorf("starts %v, want 1: no fresh process after Close", pids)
+	}
+	for _, p := range pids {
+		if alive(p) {
+			t.Errorf("server %d runs after Close", p)
+		}
+	}
+}

@@ -112,7 +112,10 @@ func (c *conn) readLoop() {
 		}
 		switch {
 		case m.Method != "" && len(m.ID) > 0:
-			c.answer(m)
+			// Answered beside the read loop: a write that waits for the
+			// server to read its stdin must never stop us reading its
+			// stdout, or both sides could wait on each other.
+			go c.answer(m)
 		case m.Method != "":
 			c.h.notify(m.Method, m.Params)
 		case len(m.ID) > 0:
