@@ -616,3 +616,34 @@ func TestCloseDuringAQuery(t *testing.T) {
 		}
 	}
 }
+
+func TestReadinessGates(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		r    Readiness
+		want Code
+	}{
+		{"log-ready", Readiness{Kind: ReadyLog, Pattern: `Found \d+ source files?`, Timeout: 5 * time.Second}, 0},
+		{"", Readiness{Kind: ReadyLog, Pattern: `Found \d+ source files?`, Timeout: 300 * time.Millisecond}, CodeIndexing},
+		{"quiescent", Readiness{Kind: ReadyQuiescent, Timeout: 5 * time.Second}, 0},
+		{"", Readiness{Kind: ReadyQuiescent, Timeout: 300 * time.Millisecond}, CodeIndexing},
+		// A progress-gated server that begins no work is ready after the settle time.
+		{"", Readiness{Kind: ReadyProgress, Timeout: 5 * time.Second}, 0},
+	} {
+		t.Run(tc.mode+"/"+tc.r.Kind.String(), func(t *testing.T) {
+			h := newHarness(t, tc.mode, func(s *ServerConfig, _ *Options) { s.Readiness = tc.r })
+			_, err := h.query(Definition)
+			if CodeOf(err) != tc.want {
+				t.Errorf("query = %v, want code %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNotFoundNamesTheImage(t *testing.T) {
+	h := newHarness(t, "", func(s *ServerConfig, _ *Options) { s.Command, s.Image = "dsh-no-such-server", "dsh/go:latest" })
+	_, err := h.query(Definition)
+	if !strings.Contains(err.Error(), "--image dsh/go:latest") {
+		t.Errorf("error %q does not name the image that has the server", err)
+	}
+}

@@ -190,6 +190,16 @@ func (f *fake) handle(m message) int {
 		}
 	case "textDocument/didOpen":
 		switch {
+		case f.modes["log-ready"]:
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				f.send(map[string]any{"jsonrpc": "2.0", "method": "window/logMessage", "params": map[string]any{"type": 3, "message": "Found 12 source files"}})
+			}()
+		case f.modes["quiescent"]:
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				f.send(map[string]any{"jsonrpc": "2.0", "method": "experimental/serverStatus", "params": map[string]any{"health": "ok", "quiescent": true}})
+			}()
 		case f.modes["progress-forever"]:
 			f.progress("begin")
 		case f.modes["progress-ends"]:

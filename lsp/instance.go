@@ -56,7 +56,11 @@ func startInstance(ctx context.Context, w *execworld.World, cfg *ServerConfig, d
 			if se.Code == 126 {
 				what = "cannot be executed in the world"
 			}
-			return nil, errorf(CodeUnavailable, err, "language server %s: %s %s; install it where the world sees it (the image of the docker driver, or a directory on the world's PATH) or set lsp.servers[].command", cfg.ID, cfg.Command, what)
+			hint := ""
+			if cfg.Image != "" {
+				hint = " (the image " + cfg.Image + " has it: --driver docker --image " + cfg.Image + ")"
+			}
+			return nil, errorf(CodeUnavailable, err, "language server %s: %s %s; install it where the world sees it%s, or set lsp.servers[].command", cfg.ID, cfg.Command, what, hint)
 		}
 		return nil, errorf(CodeUnavailable, err, "starting language server %s (%s): %v", cfg.ID, cfg.Command, err)
 	}

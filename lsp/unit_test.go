@@ -173,3 +173,24 @@ func TestRenderCaps(t *testing.T) {
 		t.Errorf("Render cut = %q, want at most 16 whole characters", h)
 	}
 }
+
+func FuzzResults(f *testing.F) {
+	f.Add([]byte(`[{"uri":"file:///a","range":{"start":{"line":1,"character":2},"end":{"line":1,"character":3}}}]`))
+	f.Add([]byte(`{"targetUri":"file:///a","targetSelectionRange":{"start":{"line":0,"character":0},"end":{"line":0,"character":1}}}`))
+	f.Add([]byte(`{"contents":[{"language":"go","value":"x"},"y"]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		locs, err := parseLocations("textDocument/definition", raw)
+		if err == nil {
+			for _, l := range locs {
+				if l.line < 0 || l.col < 0 || l.eLine < 0 || l.eCol < 0 || l.uri == "" {
+					t.Fatalf("accepted %+v from %s", l, raw)
+				}
+			}
+		} else if CodeOf(err) != CodeMalformedResponse {
+			t.Fatalf("parseLocations error %v is not LSP_MALFORMED_RESPONSE", err)
+		}
+		if _, err := parseHover(raw); err != nil && CodeOf(err) != CodeMalformedResponse {
+			t.Fatalf("parseHover error %v is not LSP_MALFORMED_RESPONSE", err)
+		}
+	})
+}
