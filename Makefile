@@ -28,9 +28,11 @@ docker:
 images: docker build
 	@images/build.sh
 
-## peers: the real programs the end-to-end tests talk to (gopls), in .cache/peers
+## peers: the real programs the end-to-end tests talk to (gopls, the npm
+## language servers), in .cache/peers
 peers:
 	@scripts/ensure-gopls.sh
+	@scripts/ensure-lsp-npm-peers.sh
 
 ## test: everything, with Docker required (the README's and CI's test command)
 test: images peers

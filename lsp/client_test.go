@@ -627,14 +627,19 @@ func TestReadinessGates(t *testing.T) {
 		{"", Readiness{Kind: ReadyLog, Pattern: `Found \d+ source files?`, Timeout: 300 * time.Millisecond}, CodeIndexing},
 		{"quiescent", Readiness{Kind: ReadyQuiescent, Timeout: 5 * time.Second}, 0},
 		{"", Readiness{Kind: ReadyQuiescent, Timeout: 300 * time.Millisecond}, CodeIndexing},
+		// Work that begins only after the short settle is still waited for.
+		{"progress-late", Readiness{Kind: ReadyProgress, Timeout: 6 * time.Second}, 0},
 		// A progress-gated server that begins no work is ready after the settle time.
 		{"", Readiness{Kind: ReadyProgress, Timeout: 5 * time.Second}, 0},
 	} {
 		t.Run(tc.mode+"/"+tc.r.Kind.String(), func(t *testing.T) {
 			h := newHarness(t, tc.mode, func(s *ServerConfig, _ *Options) { s.Readiness = tc.r })
-			_, err := h.query(Definition)
+			res, err := h.query(Definition)
 			if CodeOf(err) != tc.want {
 				t.Errorf("query = %v, want code %v", err, tc.want)
+			}
+			if err == nil && len(res.Locations) != 1 {
+				t.Errorf("locations = %+v: asked before the server was ready", res.Locations)
 			}
 		})
 	}

@@ -39,6 +39,7 @@ type fake struct {
 	mu      sync.Mutex
 	asked   map[string]string // method of our requests, by id
 	hanging map[string]bool
+	loaded  bool // progress-late: the "project" has loaded
 }
 
 func runFake() int {
@@ -202,13 +203,29 @@ func (f *fake) handle(m message) int {
 			}()
 		case f.modes["progress-forever"]:
 			f.progress("begin")
+		case f.modes["progress-late"]:
+			go func() {
+				time.Sleep(800 * time.Millisecond)
+				f.progress("begin")
+				time.Sleep(200 * time.Millisecond)
+				f.mu.Lock()
+				f.loaded = true
+				f.mu.Unlock()
+				f.progress("end")
+			}()
 		case f.modes["progress-ends"]:
 			f.progress("begin")
 			go func() { time.Sleep(150 * time.Millisecond); f.progress("end") }()
 		}
 	case "textDocument/definition", "textDocument/implementation", "textDocument/references":
 		f.defs++
+		f.mu.Lock()
+		early := f.modes["progress-late"] && !f.loaded
+		f.mu.Unlock()
 		switch {
+		case early:
+			f.reply(m.ID, nil) // a server answering before it has loaded
+			return -1
 		case f.modes["crash-once"] && !f.marker("crashed"):
 			fmt.Fprintln(os.Stderr, "fake: crashing once")
 			return 1

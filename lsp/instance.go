@@ -28,8 +28,9 @@ type instance struct {
 	mu       sync.Mutex // guards the fields below
 	active   map[string]bool
 	sawBegin bool
-	logged   bool // a log line matched logRE
-	quiet    bool // rust-analyzer says quiescent
+	lastEnd  time.Time // when the last open work ended
+	logged   bool      // a log line matched logRE
+	quiet    bool      // rust-analyzer says quiescent
 	changed  chan struct{}
 }
 
@@ -210,6 +211,9 @@ func (in *instance) notify(method string, params json.RawMessage) {
 				in.active[tok], in.sawBegin = true, true
 			case "end":
 				delete(in.active, tok)
+				if len(in.active) == 0 {
+					in.lastEnd = time.Now()
+				}
 			}
 		})
 	case "window/logMessage", "window/showMessage":
@@ -240,9 +244,23 @@ func (in *instance) update(f func()) {
 	in.mu.Unlock()
 }
 
-// progressSettle is how long a progress-gated server may take to begin
-// its work after a document opens before it counts as idle.
-const progressSettle = 300 * time.Millisecond
+// How long a progress-gated server may take to begin its work after a
+// document opens before it counts as idle: until it has begun work once
+// (tsserver, starting, takes seconds to begin "Initializing JS/TS
+// language features", and answers wrongly before), firstProgressSettle
+// but at most a third of the readiness cap; after that progressSettle.
+const (
+	firstProgressSettle = 5 * time.Second
+	progressSettle      = 300 * time.Millisecond
+)
+
+// settle is the progress gate's settle time now. The lock must be held.
+func (in *instance) settleLocked() time.Duration {
+	if in.sawBegin {
+		return progressSettle
+	}
+	return min(firstProgressSettle, in.cfg.Readiness.Timeout/3)
+}
 
 // ready reports whether the readiness gate is open, and the channel that
 // closes at the next signal.
@@ -254,7 +272,10 @@ func (in *instance) ready(opened time.Time) (bool, <-chan struct{}) {
 	case ReadyNone:
 		ok = true
 	case ReadyProgress:
-		ok = len(in.active) == 0 && (in.sawBegin || time.Since(opened) >= progressSettle)
+		ok = len(in.active) == 0 && time.Since(opened) >= in.settleLocked()
+		if len(in.active) == 0 && in.lastEnd.After(opened) {
+			ok = true
+		}
 	case ReadyLog:
 		ok = in.logged
 	case ReadyQuiescent:
@@ -280,7 +301,10 @@ func (in *instance) waitReady(ctx context.Context, opened time.Time) error {
 		}
 		var settle <-chan time.Time
 		if in.cfg.Readiness.Kind == ReadyProgress {
-			t := time.NewTimer(max(0, progressSettle-time.Since(opened)) + time.Millisecond)
+			in.mu.Lock()
+			d := in.settleLocked()
+			in.mu.Unlock()
+			t := time.NewTimer(max(0, d-time.Since(opened)) + time.Millisecond)
 			defer t.Stop()
 			settle = t.C
 		}

@@ -186,7 +186,7 @@ func testGopls(t *testing.T, g *goWorld) {
 		res := g.query(t, lsp.References, "use.go", useLine, totalCol)
 		got := rendered(res)
 		// The call's column comes back in code points, as it was asked.
-		want := map[string]bool{"total.go:4:6": true, "use.go:4:" + strconv.Itoa(totalCol): true}
+		want := map[string]bool{"total.go:4:6": true, "use.go:4:" + itoa(totalCol): true}
 		if len(res.Locations) != 2 || !want[strings.Split(got, "\n")[0]] || !want[strings.Split(got, "\n")[1]] {
 			t.Errorf("references of Total = %q, want %v", got, want)
 		}
@@ -322,3 +322,5 @@ func TestGoplsDocker(t *testing.T) {
 	g := openDocker(t, []lsp.ServerConfig{lsp.Presets()[0]})
 	testGopls(t, g)
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
