@@ -293,7 +293,7 @@ func (s *slot) ask(ctx context.Context, c *Client, op Operation, doc *document, 
 		}
 		return nil, s.classify(ctx, op, err)
 	}
-	if e := new(Error); errors.As(last, &e) {
+	if CodeOf(last) != 0 {
 		return nil, last
 	}
 	return nil, errorf(CodeServerFailed, last, "language server %s: %v", s.cfg.ID, last)
