@@ -12,7 +12,7 @@ ifeq ($(shell id -u),0)
 REQUIRE_PRIV     := DSH_REQUIRE_ROOT=1 DSH_REQUIRE_USERNS=1 DSH_REQUIRE_CGROUPS=1
 endif
 
-.PHONY: all build test test-short lint bench images docker man clean
+.PHONY: all build test test-short lint bench images peers docker man clean
 
 all: build
 
@@ -28,8 +28,14 @@ docker:
 images: docker build
 	@images/build.sh
 
+## peers: the real programs the end-to-end tests talk to (gopls, the npm
+## language servers), in .cache/peers
+peers:
+	@scripts/ensure-gopls.sh
+	@scripts/ensure-lsp-npm-peers.sh
+
 ## test: everything, with Docker required (the README's and CI's test command)
-test: images
+test: images peers
 	CGO_ENABLED=0 DSH_REQUIRE_DOCKER=1 DSH_REQUIRE_TOOLS=1 $(REQUIRE_PRIV) \
 		$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	@scripts/check-leftovers.sh
@@ -44,7 +50,7 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 ## bench: every benchmark, each beside its baseline in the same run
-bench: images
+bench: images peers
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## man: man pages generated from the command tree into man/

@@ -12,12 +12,15 @@
 #   dsh/debian-bookworm:local  debootstrapped bookworm (minbase)
 #   dsh/base:latest            images/base/Dockerfile on top of it
 #   dsh/fixture:latest         FROM scratch + busybox-static, for fast tests
+#   dsh/go:latest              dsh/base + the host's Go toolchain + gopls
+#                              (scripts/ensure-gopls.sh), for Go worlds
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 debian_image="${DSH_DEBIAN_IMAGE:-dsh/debian-bookworm:local}"
 base_image="${DSH_BASE_IMAGE:-dsh/base:latest}"
 fixture_image="${DSH_FIXTURE_IMAGE:-dsh/fixture:latest}"
+go_image="${DSH_GO_IMAGE:-dsh/go:latest}"
 suite=bookworm
 
 say() { printf 'images: %s\n' "$*" >&2; }
@@ -147,10 +150,46 @@ build_fixture() {
 	trap - EXIT
 }
 
+# go_current reports whether the Go image is current: built from this
+# Dockerfile, this Go toolchain and this gopls (their versions are labels).
+go_current() {
+	current "$go_image" "$here/go/Dockerfile" || return 1
+	local got
+	got="$(docker image inspect -f '{{index .Config.Labels "dev.dsh.toolchain"}}' "$go_image" 2>/dev/null)" || return 1
+	[ "$got" = "$1" ]
+}
+
+build_go() {
+	need go "install Go 1.26 (the image carries the host's toolchain)"
+	"$here/../scripts/ensure-gopls.sh"
+	local goroot gopls toolchain ctx
+	goroot="$(go env GOROOT)"
+	gopls="${DSH_PEERS_DIR:-$here/../.cache/peers}/bin/gopls"
+	toolchain="$(go env GOVERSION)+gopls-$(cat "$(dirname "$gopls")/../gopls.version")"
+	if go_current "$toolchain"; then
+		say "$go_image present"
+		return
+	fi
+	ctx="$(mktemp -d /tmp/dsh-goimage.XXXXXX)"
+	# shellcheck disable=SC2064
+	trap "rm -rf '$ctx'" EXIT
+	cp -a "$goroot" "$ctx/go"
+	rm -rf "$ctx/go/pkg/obj" "$ctx/go/test" "$ctx/go/.git"
+	cp "$gopls" "$ctx/gopls"
+	cp "$here/go/Dockerfile" "$ctx/"
+	say "docker build $go_image ($toolchain)"
+	quiet docker build -q --build-arg "BASE=$base_image" --label "$(dockerfile_label "$here/go/Dockerfile")" \
+		--label "dev.dsh.toolchain=$toolchain" -t "$go_image" "$ctx" ||
+		die "docker build of $go_image failed (output above)"
+	rm -rf "$ctx"
+	trap - EXIT
+}
+
 check_docker
 build_debian
 build_base
 build_fixture
+build_go
 # Images a rebuild replaced are left untagged; drop those of ours.
 docker image prune -f --filter label=dev.dsh.image >/dev/null 2>&1 || true
-say "done: $base_image $fixture_image"
+say "done: $base_image $fixture_image $go_image"

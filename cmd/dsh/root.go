@@ -36,6 +36,7 @@ causes can escape it.`,
 		newProxyCmd(),
 		newFetchCmd(), newSearchCmd(),
 		newRunCmd(), newServeCmd(),
+		newLSPCmd(),
 		newExitCodesTopic(),
 	)
 	contractCommands(root)

@@ -18,6 +18,8 @@ type Config struct {
 	Web Web `mapstructure:"web"`
 	// Proxy configures the egress proxy.
 	Proxy Proxy `mapstructure:"proxy"`
+	// LSP configures the language servers (lsp.go).
+	LSP LSP `mapstructure:"lsp"`
 }
 
 // Sandbox configures the execution world's confinement.

@@ -32,6 +32,7 @@ func Default() Config {
 			Search: Search{BraveKeyEnv: "BRAVE_API_KEY"},
 		},
 		Proxy: Proxy{},
+		LSP:   LSP{Servers: []LSPServer{}},
 	}
 }
 

@@ -108,7 +108,7 @@ func CheckKeys(raw map[string]any) []error {
 		}
 	}
 	walk(raw, "")
-	return errs
+	return append(errs, checkLSPKeys(raw)...)
 }
 
 // suggest names the known key (or section) at the same level closest to

@@ -117,6 +117,9 @@ var trustTable = map[string]Class{
 	"web.search.provider":      Widening,
 	"web.search.searxng_url":   Widening,
 	"web.search.brave_key_env": Widening,
+	// Commands dsh starts on the user's behalf (confined, but chosen by
+	// the file), and the images they run in.
+	"lsp.servers": Widening,
 	// Where dsh listens and writes on the host.
 	"proxy.listen":  Widening,
 	"proxy.audit":   Widening,

@@ -41,6 +41,7 @@ func (c *Config) Validate(drivers []string) error {
 	}
 	validateViews(c.Sandbox, bad)
 	validateProtected(c.Sandbox.Protected, bad)
+	validateLSP(c.LSP, bad)
 	validatePolicy("network", c.Network, bad)
 	validatePolicy("web.policy", c.Web.Policy, bad)
 
