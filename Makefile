@@ -29,10 +29,11 @@ images: docker build
 	@images/build.sh
 
 ## peers: the real programs the end-to-end tests talk to (gopls, the npm
-## language servers), in .cache/peers
+## language servers, the MCP Inspector), in .cache/peers
 peers:
 	@scripts/ensure-gopls.sh
 	@scripts/ensure-lsp-npm-peers.sh
+	@scripts/ensure-mcp-npm-peers.sh
 
 ## test: everything, with Docker required (the README's and CI's test command)
 test: images peers

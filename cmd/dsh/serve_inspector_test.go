@@ -13,17 +13,37 @@ import (
 
 // inspectorEnv names the MCP Inspector's CLI (npm's
 // @modelcontextprotocol/inspector, bin mcp-inspector-cli), installed
-// before the tests outside any world.
+// before the tests outside any world; if unset, the one
+// scripts/ensure-mcp-npm-peers.sh installed (make test runs it).
 const inspectorEnv = "DSH_INSPECTOR_CLI"
+
+// inspectorCLI finds the Inspector's CLI; missing, the test skips, or
+// fails under DSH_REQUIRE_TOOLS=1.
+func inspectorCLI(t *testing.T) string {
+	t.Helper()
+	if cli := os.Getenv(inspectorEnv); cli != "" {
+		return cli
+	}
+	dir := os.Getenv("DSH_PEERS_DIR")
+	if dir == "" {
+		dir = "../../.cache/peers"
+	}
+	cli, _ := filepath.Abs(filepath.Join(dir, "mcp-npm", "node_modules", ".bin", "mcp-inspector-cli"))
+	if _, err := os.Stat(cli); err != nil {
+		why := "the MCP Inspector is not installed in " + dir + "/mcp-npm; run scripts/ensure-mcp-npm-peers.sh (make test does), or set $" + inspectorEnv
+		if os.Getenv("DSH_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("%s, and DSH_REQUIRE_TOOLS=1 requires it", why)
+		}
+		t.Skip(why)
+	}
+	return cli
+}
 
 // inspector runs the MCP Inspector CLI with args and returns its JSON
 // answer.
 func inspector(t *testing.T, args ...string) map[string]any {
 	t.Helper()
-	cli := os.Getenv(inspectorEnv)
-	if cli == "" {
-		t.Skipf("$%s is not set: install @modelcontextprotocol/inspector with npm outside /tmp and point it at node_modules/.bin/mcp-inspector-cli", inspectorEnv)
-	}
+	cli := inspectorCLI(t)
 	cmd := exec.Command(cli, append([]string{"--cli"}, args...)...)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	done := make(chan struct{})
@@ -110,9 +130,7 @@ func TestServeInspectorStdio(t *testing.T) {
 
 func TestServeInspectorHTTP(t *testing.T) {
 	requireNativeServe(t)
-	if os.Getenv(inspectorEnv) == "" {
-		t.Skipf("$%s is not set", inspectorEnv)
-	}
+	inspectorCLI(t)
 	ws := t.TempDir()
 	// Loopback: the inspector has no header option, so no token.
 	url, _ := startServeHTTP(t, ws, nil)
