@@ -32,8 +32,8 @@ images: docker build
 ## language servers, the MCP Inspector), in .cache/peers
 peers:
 	@scripts/ensure-gopls.sh
-	@scripts/ensure-lsp-npm-peers.sh
-	@scripts/ensure-mcp-npm-peers.sh
+	@scripts/npm-peers.sh lsp-npm typescript-language-server@6.0.2 typescript@5.9.3 pyright@1.1.414
+	@scripts/npm-peers.sh mcp-npm @modelcontextprotocol/inspector@0.15.0
 
 ## test: everything, with Docker required (the README's and CI's test command)
 test: images peers

@@ -14,7 +14,7 @@ import (
 // inspectorEnv names the MCP Inspector's CLI (npm's
 // @modelcontextprotocol/inspector, bin mcp-inspector-cli), installed
 // before the tests outside any world; if unset, the one
-// scripts/ensure-mcp-npm-peers.sh installed (make test runs it).
+// make peers installed (make test runs it).
 const inspectorEnv = "DSH_INSPECTOR_CLI"
 
 // inspectorCLI finds the Inspector's CLI; missing, the test skips, or
@@ -30,7 +30,7 @@ func inspectorCLI(t *testing.T) string {
 	}
 	cli, _ := filepath.Abs(filepath.Join(dir, "mcp-npm", "node_modules", ".bin", "mcp-inspector-cli"))
 	if _, err := os.Stat(cli); err != nil {
-		why := "the MCP Inspector is not installed in " + dir + "/mcp-npm; run scripts/ensure-mcp-npm-peers.sh (make test does), or set $" + inspectorEnv
+		why := "the MCP Inspector is not installed in " + dir + "/mcp-npm; run make peers (make test does), or set $" + inspectorEnv
 		if os.Getenv("DSH_REQUIRE_TOOLS") == "1" {
 			t.Fatalf("%s, and DSH_REQUIRE_TOOLS=1 requires it", why)
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // npmServer returns the preset id with its command from
-// scripts/ensure-lsp-npm-peers.sh's install (node is the host's, which a
+// make peers's install (node is the host's, which a
 // native world sees).
 func npmServer(t *testing.T, id, bin string) lsp.ServerConfig {
 	t.Helper()
@@ -22,7 +22,7 @@ func npmServer(t *testing.T, id, bin string) lsp.ServerConfig {
 	}
 	p, _ := filepath.Abs(filepath.Join(dir, "lsp-npm", "node_modules", ".bin", bin))
 	if _, err := os.Stat(p); err != nil {
-		why := bin + " is not installed in " + dir + "/lsp-npm; run scripts/ensure-lsp-npm-peers.sh (make test does)"
+		why := bin + " is not installed in " + dir + "/lsp-npm; run make peers (make test does)"
 		if os.Getenv("DSH_REQUIRE_TOOLS") == "1" {
 			t.Fatalf("%s, and DSH_REQUIRE_TOOLS=1 requires it", why)
 		}
