@@ -629,8 +629,10 @@ func TestReadinessGates(t *testing.T) {
 		{"", Readiness{Kind: ReadyQuiescent, Timeout: 300 * time.Millisecond}, CodeIndexing},
 		// Work that begins only after the short settle is still waited for.
 		{"progress-late", Readiness{Kind: ReadyProgress, Timeout: 6 * time.Second}, 0},
-		// A progress-gated server that begins no work is ready after the settle time.
-		{"", Readiness{Kind: ReadyProgress, Timeout: 5 * time.Second}, 0},
+		// A progress-gated server that begins no work is indexing until
+		// the cap (an answer before its work begins may be wrong); see
+		// TestProgressGateWithoutProgress for what follows.
+		{"", Readiness{Kind: ReadyProgress, Timeout: 300 * time.Millisecond}, CodeIndexing},
 	} {
 		t.Run(tc.mode+"/"+tc.r.Kind.String(), func(t *testing.T) {
 			h := newHarness(t, tc.mode, func(s *ServerConfig, _ *Options) { s.Readiness = tc.r })
@@ -650,5 +652,21 @@ func TestNotFoundNamesTheImage(t *testing.T) {
 	_, err := h.query(Definition)
 	if !strings.Contains(err.Error(), "--image dsh/go:latest") {
 		t.Errorf("error %q does not name the image that has the server", err)
+	}
+}
+
+// TestProgressGateWithoutProgress: a progress-gated server that begins no
+// work answers LSP_INDEXING at the cap once, and from then on counts as
+// one that reports no progress: the next query is answered.
+func TestProgressGateWithoutProgress(t *testing.T) {
+	h := newHarness(t, "", func(s *ServerConfig, _ *Options) {
+		s.Readiness = Readiness{Kind: ReadyProgress, Timeout: 300 * time.Millisecond}
+	})
+	if _, err := h.query(Definition); CodeOf(err) != CodeIndexing {
+		t.Fatalf("first query = %v, want %v", err, CodeIndexing)
+	}
+	res, err := h.query(Definition)
+	if err != nil || len(res.Locations) != 1 {
+		t.Fatalf("second query = %+v, %v; want its answer", res, err)
 	}
 }

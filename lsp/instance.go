@@ -28,6 +28,9 @@ type instance struct {
 	mu       sync.Mutex // guards the fields below
 	active   map[string]bool
 	sawBegin bool
+	// noProgress: a progress-gated server began no work within a
+	// readiness cap; it is taken to report none (settleLocked).
+	noProgress bool
 	lastEnd  time.Time // when the last open work ended
 	logged   bool      // a log line matched logRE
 	quiet    bool      // rust-analyzer says quiescent
@@ -245,21 +248,21 @@ func (in *instance) update(f func()) {
 }
 
 // How long a progress-gated server may take to begin its work after a
-// document opens before it counts as idle: until it has begun work once
-// (tsserver, starting, takes seconds to begin "Initializing JS/TS
-// language features", and answers wrongly before), firstProgressSettle
-// but at most a third of the readiness cap; after that progressSettle.
-const (
-	firstProgressSettle = 5 * time.Second
-	progressSettle      = 300 * time.Millisecond
-)
+// document opens before it counts as idle, once it has begun work once.
+// Until then it is not ready at all: tsserver, starting, takes seconds
+// (more on a loaded machine) to begin "Initializing JS/TS language
+// features", and answers wrongly before. A server that begins no work
+// within the readiness cap answers LSP_INDEXING once and counts as one
+// that reports none (noProgress), ready after the settle from then on.
+const progressSettle = 300 * time.Millisecond
 
-// settle is the progress gate's settle time now. The lock must be held.
+// settleLocked is the progress gate's settle time now, or -1 while the
+// server has not begun work yet. The lock must be held.
 func (in *instance) settleLocked() time.Duration {
-	if in.sawBegin {
-		return progressSettle
+	if in.sawBegin || in.noProgress {
+		return min(progressSettle, in.cfg.Readiness.Timeout/3) // well within the cap
 	}
-	return min(firstProgressSettle, in.cfg.Readiness.Timeout/3)
+	return -1
 }
 
 // ready reports whether the readiness gate is open, and the channel that
@@ -272,7 +275,8 @@ func (in *instance) ready(opened time.Time) (bool, <-chan struct{}) {
 	case ReadyNone:
 		ok = true
 	case ReadyProgress:
-		ok = len(in.active) == 0 && time.Since(opened) >= in.settleLocked()
+		settle := in.settleLocked()
+		ok = len(in.active) == 0 && settle >= 0 && time.Since(opened) >= settle
 		if len(in.active) == 0 && in.lastEnd.After(opened) {
 			ok = true
 		}
@@ -304,9 +308,11 @@ func (in *instance) waitReady(ctx context.Context, opened time.Time) error {
 			in.mu.Lock()
 			d := in.settleLocked()
 			in.mu.Unlock()
-			t := time.NewTimer(max(0, d-time.Since(opened)) + time.Millisecond)
-			defer t.Stop()
-			settle = t.C
+			if d >= 0 {
+				t := time.NewTimer(max(0, d-time.Since(opened)) + time.Millisecond)
+				defer t.Stop()
+				settle = t.C
+			}
 		}
 		select {
 		case <-changed:
@@ -314,6 +320,11 @@ func (in *instance) waitReady(ctx context.Context, opened time.Time) error {
 		case <-in.conn.Done():
 			return in.conn.Err()
 		case <-cap.C:
+			in.update(func() {
+				if !in.sawBegin {
+					in.noProgress = true
+				}
+			})
 			return errorf(CodeIndexing, nil, "language server %s is still indexing after %v (readiness: %s); try the same query again shortly", in.cfg.ID, in.cfg.Readiness.Timeout, in.cfg.Readiness.Kind)
 		case <-ctx.Done():
 			return context.Cause(ctx)
