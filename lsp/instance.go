@@ -31,10 +31,10 @@ type instance struct {
 	// noProgress: a progress-gated server began no work within a
 	// readiness cap; it is taken to report none (settleLocked).
 	noProgress bool
-	lastEnd  time.Time // when the last open work ended
-	logged   bool      // a log line matched logRE
-	quiet    bool      // rust-analyzer says quiescent
-	changed  chan struct{}
+	lastEnd    time.Time // when the last open work ended
+	logged     bool      // a log line matched logRE
+	quiet      bool      // rust-analyzer says quiescent
+	changed    chan struct{}
 }
 
 // startInstance starts cfg's server in the world for the workspace at

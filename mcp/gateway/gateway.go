@@ -87,7 +87,9 @@ type Gateway struct {
 	mu       sync.Mutex // guards the fields below
 	sessions map[*mcp.ServerSession]*session
 	closed   bool
-	inflight sync.WaitGroup
+	// closeDone is closed when the first close has finished.
+	closeDone chan struct{}
+	inflight  sync.WaitGroup
 }
 
 // New builds a gateway with its native tools.
@@ -238,14 +240,16 @@ type session struct {
 
 	openMu sync.Mutex // serialises opening the world
 
-	mu       sync.Mutex // guards the fields below
-	world    *execworld.World
-	spill    string // the world's private spill directory
-	closed   bool
-	inflight int
-	idle     *time.Timer
-	spills   int
-	shell    string // "bash" or "sh" once known
+	mu     sync.Mutex // guards the fields below
+	world  *execworld.World
+	spill  string // the world's private spill directory
+	closed bool
+	// closeDone is closed when the first close has finished.
+	closeDone chan struct{}
+	inflight  int
+	idle      *time.Timer
+	spills    int
+	shell     string // "bash" or "sh" once known
 }
 
 // begin marks a tool call in flight (the idle timer waits for it).
@@ -345,14 +349,20 @@ func (s *session) spillDir(w *execworld.World) string {
 	return s.spill
 }
 
-// close closes the session's world; later calls fail.
+// close closes the session's world; later calls fail. A second close
+// (the gateway's, while the session's end closes it) returns once the
+// first is done, so nothing is left when either returns.
 func (s *session) close() error {
 	s.mu.Lock()
 	if s.closed {
+		done := s.closeDone
 		s.mu.Unlock()
+		<-done
 		return nil
 	}
 	s.closed = true
+	s.closeDone = make(chan struct{})
+	defer close(s.closeDone)
 	if s.idle != nil {
 		s.idle.Stop()
 	}
