@@ -296,9 +296,17 @@ func TestCallCancellationReachesTheServer(t *testing.T) {
 
 func TestCallTimeout(t *testing.T) {
 	cancelled := make(chan struct{}, 1)
-	b := start(t, Server{Name: "c", Upstream: &fakeUpstream{build: blockingServer(cancelled, nil)}, CallTimeout: 50 * time.Millisecond})
+	entered := make(chan struct{}, 1)
+	b := start(t, Server{Name: "c", Upstream: &fakeUpstream{build: blockingServer(cancelled, entered)}, CallTimeout: 300 * time.Millisecond})
 	_, err := call(t, b, "mcp__c__wait", `{}`)
-	if err == nil || err.Error() != "tool mcp__c__wait: no result within the call timeout of 50ms" {
+	// The request reached the server before the timeout (else there is
+	// nothing on the server to cancel).
+	select {
+	case <-entered:
+	default:
+		t.Fatal("the call timed out before the server saw it; the machine is too slow for this test's 300ms")
+	}
+	if err == nil || err.Error() != "tool mcp__c__wait: no result within the call timeout of 300ms" {
 		t.Fatalf("Call past its timeout = %v", err)
 	}
 	select {

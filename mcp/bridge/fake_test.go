@@ -20,11 +20,11 @@ type fakeUpstream struct {
 	// fail, if set, makes start n fail with its result.
 	fail func(n int) error
 
-	mu       sync.Mutex // guards the fields below
-	starts   int
-	live     int
-	maxLive  int
-	pipes    []net.Conn // the server ends
+	mu      sync.Mutex // guards the fields below
+	starts  int
+	live    int
+	maxLive int
+	pipes   []net.Conn // the server ends
 }
 
 func (f *fakeUpstream) Start(ctx context.Context) (*Link, error) {
