@@ -18,6 +18,8 @@ type Config struct {
 	Web Web `mapstructure:"web"`
 	// Proxy configures the egress proxy.
 	Proxy Proxy `mapstructure:"proxy"`
+	// MCP configures the MCP bridge (dsh mcp).
+	MCP MCP `mapstructure:"mcp"`
 }
 
 // Sandbox configures the execution world's confinement.

@@ -26,6 +26,7 @@ func Default() Config {
 			Search: Search{BraveKeyEnv: "BRAVE_API_KEY"},
 		},
 		Proxy: Proxy{},
+		MCP:   MCP{Servers: []MCPServer{}},
 	}
 }
 

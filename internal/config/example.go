@@ -41,6 +41,7 @@ var keyDocs = map[string]string{
 	"proxy.listen":             "Address dsh proxy serves on: host:port or unix:PATH. Flag --listen.",
 	"proxy.audit":              "Egress audit log: a file (one JSON line per connection and request),\n- for stdout, or empty for none. Flag --audit.",
 	"proxy.metrics":            "host:port of dsh proxy's Prometheus metrics and /healthz; empty for\nnone. Flag --metrics.",
+	"mcp.servers":              mcpServersDoc,
 }
 
 // sectionDocs introduce the sections of the example.
@@ -50,6 +51,7 @@ var sectionDocs = map[string]string{
 	"web":        "dsh fetch and dsh search.",
 	"web.policy": "Egress policy of web fetches (see docs/policy.md).",
 	"proxy":      "dsh proxy, the egress proxy.",
+	"mcp":        "dsh mcp: third-party MCP servers, each confined in its own world.",
 }
 
 // hostDependent are keys whose default depends on the host; the example
