@@ -70,6 +70,7 @@ type server struct {
 	epoch    uint64
 	sess     *mcp.ClientSession
 	link     *Link
+	lastLink *Link // the link stopped last, for diagnose
 	changed  chan struct{} // closed and replaced at every state change
 	started  bool
 	catalog  catalog
@@ -360,6 +361,9 @@ func causeOr(ctx context.Context, err error) error {
 func (s *server) diagnose() string {
 	s.mu.Lock()
 	l := s.link
+	if l == nil {
+		l = s.lastLink
+	}
 	s.mu.Unlock()
 	if l == nil || l.Diagnose == nil {
 		return ""
@@ -393,6 +397,9 @@ func (s *server) stopLink() bool {
 	s.mu.Lock()
 	l := s.link
 	s.link = nil
+	if l != nil {
+		s.lastLink = l
+	}
 	s.mu.Unlock()
 	if l == nil || l.Stop == nil {
 		return true
