@@ -70,7 +70,7 @@ type server struct {
 	epoch    uint64
 	sess     *mcp.ClientSession
 	link     *Link
-	lastLink *Link // the link stopped last, for diagnose
+	lastLink *Link         // the link stopped last, for diagnose
 	changed  chan struct{} // closed and replaced at every state change
 	started  bool
 	catalog  catalog
