@@ -12,7 +12,7 @@ ifeq ($(shell id -u),0)
 REQUIRE_PRIV     := DSH_REQUIRE_ROOT=1 DSH_REQUIRE_USERNS=1 DSH_REQUIRE_CGROUPS=1
 endif
 
-.PHONY: all build test test-short lint bench images docker man clean
+.PHONY: all build test test-short lint bench images docker peers man clean
 
 all: build
 
@@ -28,8 +28,12 @@ docker:
 images: docker build
 	@images/build.sh
 
+## peers: the npm MCP servers the end-to-end tests run, in .cache/peers
+peers:
+	@scripts/ensure-npm-peers.sh
+
 ## test: everything, with Docker required (the README's and CI's test command)
-test: images
+test: images peers
 	CGO_ENABLED=0 DSH_REQUIRE_DOCKER=1 DSH_REQUIRE_TOOLS=1 $(REQUIRE_PRIV) \
 		$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	@scripts/check-leftovers.sh

@@ -35,6 +35,7 @@ causes can escape it.`,
 		newProxyCmd(),
 		newFetchCmd(), newSearchCmd(),
 		newRunCmd(),
+		newMCPCmd(),
 		newExitCodesTopic(),
 	)
 	contractCommands(root)
