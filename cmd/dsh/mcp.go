@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/mcp/bridge"
 	"github.com/dsh-dev/dsh/netpolicy"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // newMCPCmd is dsh mcp: the MCP bridge's servers from the command line.
@@ -174,6 +176,13 @@ func mcpWorldPlan(cfg *config.Config, s config.MCPServer) (*worldPlan, string, e
 			return nil, "", fmt.Errorf("making the empty workspace of workspace: none: %w", err)
 		}
 		dir, o.Workspace = d, d
+		// A native world shows the host root read-only: the workspace
+		// the server must not see is masked there, by the kernel's mount.
+		if wd, err := os.Getwd(); err == nil {
+			if _, err := sandbox.CheckWorkspace(wd, false); err == nil {
+				c.Sandbox.Masks = append(slices.Clone(c.Sandbox.Masks), wd)
+			}
+		}
 	default:
 		return nil, "", fmt.Errorf("world.workspace %q is not supported by this build; use none or rw", w.Workspace)
 	}
