@@ -255,17 +255,6 @@ func runMCPList(cmd *cobra.Command, _ []string) error {
 	return tw.Flush()
 }
 
-// ownsPublic reports whether public may be a tool of server name: it
-// starts with mcp__<name>__, or, for a name cut to 64, with what is left
-// of that prefix.
-func ownsPublic(name, public string) bool {
-	prefix := "mcp__" + name + "__"
-	if strings.HasPrefix(public, prefix) {
-		return true
-	}
-	return len(public) == bridge.MaxPublicName && strings.HasPrefix(prefix, public[:bridge.MaxPublicName-13])
-}
-
 func runMCPCall(cmd *cobra.Command, args []string) error {
 	public := args[0]
 	var raw json.RawMessage
@@ -275,7 +264,7 @@ func runMCPCall(cmd *cobra.Command, args []string) error {
 		}
 		raw = json.RawMessage(args[1])
 	}
-	b, closeAll, err := openBridge(cmd, func(name string) bool { return ownsPublic(name, public) })
+	b, closeAll, err := openBridge(cmd, func(name string) bool { return bridge.MayOwn(name, public) })
 	if err != nil {
 		return err
 	}

@@ -499,3 +499,22 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Errorf("Call after Close = %v, want ErrClosed", err)
 	}
 }
+
+func TestLazyServerStartsOnItsFirstCall(t *testing.T) {
+	up := &fakeUpstream{build: func(int) *mcp.Server { return echoServer(nil, "a") }}
+	other := &fakeUpstream{build: func(int) *mcp.Server { return echoServer(nil, "b") }}
+	b := start(t, Server{Name: "lazy", Upstream: up, Lazy: true}, Server{Name: "lazy2", Upstream: other, Lazy: true})
+	if st, _ := state(b, "lazy"); st != "idle" {
+		t.Fatalf("lazy server before any call: %s, want idle", st)
+	}
+	if starts, _, _ := up.counts(); starts != 0 {
+		t.Fatalf("lazy server started %d times before any call", starts)
+	}
+	res, err := call(t, b, "mcp__lazy__a", `{}`)
+	if err != nil || res.Text != "a: {}" {
+		t.Fatalf("first call of a lazy server = %+v, %v", res, err)
+	}
+	if starts, _, _ := other.counts(); starts != 0 {
+		t.Errorf("a call of mcp__lazy__a started server lazy2")
+	}
+}

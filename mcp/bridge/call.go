@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,9 +44,22 @@ func (b *Bridge) Call(ctx context.Context, public string, args json.RawMessage, 
 	if b.isClosed() {
 		return nil, ErrClosed
 	}
-	b.mu.Lock()
-	t := b.tools[public]
-	b.mu.Unlock()
+	t := b.lookup(public)
+	if t == nil {
+		// A lazy server that may own the name starts now.
+		for _, s := range b.servers {
+			if s.cfg.Lazy && s.isIdle() && MayOwn(s.cfg.Name, public) {
+				s.ensureStarted()
+				wctx, cancel := context.WithTimeout(ctx, s.cfg.startupTimeout()+time.Second)
+				err := s.waitFirst(wctx)
+				cancel()
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
+		t = b.lookup(public)
+	}
 	if t == nil {
 		return nil, fmt.Errorf("%w: %s (dsh mcp list shows the tools)", ErrUnknownTool, public)
 	}
@@ -87,6 +101,18 @@ func (b *Bridge) Call(ctx context.Context, public string, args json.RawMessage, 
 		return out, &ToolError{Tool: public, Result: out}
 	}
 	return out, nil
+}
+
+func (b *Bridge) lookup(public string) *Tool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tools[public]
+}
+
+func (s *server) isIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == Idle
 }
 
 func (s *server) onProgress(epoch uint64, p *mcp.ProgressNotificationParams) {

@@ -54,3 +54,16 @@ func PublicName(server, raw string) string {
 	}
 	return string(norm[:keep]) + "_" + hash
 }
+
+// MayOwn reports whether public can be the public name of a tool of
+// server: it starts with mcp__<server>__, or, for a name cut and hashed
+// to MaxPublicName, with the part of that prefix the cut kept. A lazy
+// server is started for a call of a name it may own.
+func MayOwn(server, public string) bool {
+	prefix := "mcp__" + server + "__"
+	if len(public) > len(prefix) && public[:len(prefix)] == prefix {
+		return true
+	}
+	keep := MaxPublicName - 13
+	return len(public) == MaxPublicName && len(prefix) > keep && prefix[:keep] == public[:keep]
+}

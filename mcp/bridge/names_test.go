@@ -57,6 +57,9 @@ func FuzzPublicName(f *testing.F) {
 		if got != PublicName(server, raw) {
 			t.Fatalf("PublicName(%q, %q) is not deterministic", server, raw)
 		}
+		if !MayOwn(server, got) {
+			t.Fatalf("MayOwn(%q, PublicName(%q, %q) = %q) is false", server, server, raw, got)
+		}
 		if !strings.HasPrefix(got, "mcp__") {
 			t.Fatalf("PublicName(%q, %q) = %q lacks the mcp__ marker", server, raw, got)
 		}
@@ -70,6 +73,25 @@ func TestValidServerName(t *testing.T) {
 	} {
 		if got := ValidServerName(name); got != want {
 			t.Errorf("ValidServerName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestMayOwn(t *testing.T) {
+	long := strings.Repeat("s", 32)
+	for _, tt := range []struct {
+		server, public string
+		want           bool
+	}{
+		{"fs", "mcp__fs__read_file", true},
+		{"fs", "mcp__fs2__read_file", false},
+		{"fs", "mcp__fs__", false},
+		{"a", PublicName("a", strings.Repeat("x", 80)), true},
+		{long, PublicName(long, "tool_with_a_long_name"), true},
+		{long, PublicName(strings.Repeat("s", 31)+"t", "tool_with_a_long_name"), false},
+	} {
+		if got := MayOwn(tt.server, tt.public); got != tt.want {
+			t.Errorf("MayOwn(%q, %q) = %v, want %v", tt.server, tt.public, got, tt.want)
 		}
 	}
 }
