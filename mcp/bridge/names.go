@@ -61,7 +61,7 @@ func PublicName(server, raw string) string {
 // server is started for a call of a name it may own.
 func MayOwn(server, public string) bool {
 	prefix := "mcp__" + server + "__"
-	if len(public) > len(prefix) && public[:len(prefix)] == prefix {
+	if len(public) >= len(prefix) && public[:len(prefix)] == prefix {
 		return true
 	}
 	keep := MaxPublicName - 13

@@ -85,7 +85,7 @@ func TestMayOwn(t *testing.T) {
 	}{
 		{"fs", "mcp__fs__read_file", true},
 		{"fs", "mcp__fs2__read_file", false},
-		{"fs", "mcp__fs__", false},
+		{"fs", "mcp__fs__", true}, // an empty raw name
 		{"a", PublicName("a", strings.Repeat("x", 80)), true},
 		{long, PublicName(long, "tool_with_a_long_name"), true},
 		{long, PublicName(strings.Repeat("s", 31)+"t", "tool_with_a_long_name"), false},
