@@ -80,7 +80,7 @@ It exits 1 when the tool reports an error (isError) or the call fails, with
 // says which are started with the bridge (nil: those not lazy); the
 // others are made lazy. The returned cleanup removes what the worlds
 // needed (empty workspaces) once the bridge is closed.
-func mcpServers(cfg *config.Config, start func(name string) bool, warn io.Writer) ([]bridge.Server, func(), error) {
+func mcpServers(cfg *config.Config, start func(name string) bool, warn, audit io.Writer) ([]bridge.Server, func(), error) {
 	var out []bridge.Server
 	var dirs []string
 	cleanup := func() {
@@ -131,6 +131,7 @@ func mcpServers(cfg *config.Config, start func(name string) bool, warn io.Writer
 		if dir != "" {
 			dirs = append(dirs, dir)
 		}
+		plan.audit = audit
 		srv.Upstream = &bridge.Command{
 			World: func(ctx context.Context) (*execworld.World, error) { return openWorld(ctx, plan, warn) },
 			Argv:  append([]string{s.Command}, s.Args...),
@@ -212,7 +213,7 @@ func openBridge(cmd *cobra.Command, start func(string) bool) (*bridge.Bridge, fu
 	if len(cfg.MCP.Servers) == 0 {
 		return nil, nil, &configError{errors.New("no MCP servers are configured; add entries to mcp.servers in dsh.yaml (dsh mcp import FILE converts an agent's mcpServers)")}
 	}
-	servers, cleanup, err := mcpServers(cfg, start, cmd.ErrOrStderr())
+	servers, cleanup, err := mcpServers(cfg, start, cmd.ErrOrStderr(), nil)
 	if err != nil {
 		return nil, nil, &configError{err}
 	}
@@ -244,7 +245,11 @@ func runMCPList(cmd *cobra.Command, _ []string) error {
 	}
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	for _, s := range status {
-		fmt.Fprintf(tw, "%s\t%s\t%d tool(s), %d resource(s), %d prompt(s)\n", s.Name, s.State, len(s.Tools), s.Resources, s.Prompts)
+		fmt.Fprintf(tw, "%s\t%s\t%d tool(s), %d resource(s), %d prompt(s)", s.Name, s.State, len(s.Tools), s.Resources, s.Prompts)
+		if s.World != "" {
+			fmt.Fprintf(tw, ", world %s", s.World)
+		}
+		fmt.Fprintln(tw)
 		if s.Reason != "" {
 			fmt.Fprintf(tw, "  reason:\t%s\n", s.Reason)
 		}

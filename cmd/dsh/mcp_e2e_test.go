@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -37,6 +39,32 @@ func init() {
 			os.Exit(native.InitMain())
 		}
 	}
+	if os.Getenv(testServerEnv) == "1" {
+		runTestMCPServer()
+		os.Exit(0)
+	}
+}
+
+// testServerEnv makes the test binary a go-sdk stdio MCP server.
+const testServerEnv = "DSH_MCP_TEST_SERVER"
+
+// runTestMCPServer serves the tool fetch: an HTTP GET of its url
+// through the world's proxy, answering with the status line.
+func runTestMCPServer() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "dsh-test", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "fetch", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ URL string }
+		json.Unmarshal(r.Params.Arguments, &in)
+		text := ""
+		if resp, err := http.Get(in.URL); err != nil {
+			text = "error: " + err.Error()
+		} else {
+			resp.Body.Close()
+			text = resp.Status
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+	})
+	s.Run(context.Background(), &mcp.StdioTransport{})
 }
 
 // npmPeer is the entry script of an npm MCP server that
@@ -63,7 +91,7 @@ func npmPeer(t *testing.T, pkg, script string) string {
 // nativeBridge starts servers in native worlds, from the current
 // directory, and closes them when the test ends, checking that no
 // process of theirs is left.
-func nativeBridge(t *testing.T, servers ...config.MCPServer) *bridge.Bridge {
+func nativeBridge(t *testing.T, audit io.Writer, servers ...config.MCPServer) *bridge.Bridge {
 	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireUserNS(t)
@@ -76,7 +104,7 @@ func nativeBridge(t *testing.T, servers ...config.MCPServer) *bridge.Bridge {
 	if err := cfg.Validate(driverNames()); err != nil {
 		t.Fatal(err)
 	}
-	list, cleanup, err := mcpServers(&cfg, nil, io.Discard)
+	list, cleanup, err := mcpServers(&cfg, nil, io.Discard, audit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +118,7 @@ func nativeBridge(t *testing.T, servers ...config.MCPServer) *bridge.Bridge {
 		}
 		cleanup()
 		for _, s := range servers {
-			if pids := serverPids(s.Args[0]); len(pids) > 0 {
+			if pids := serverPids(strings.Join(append([]string{s.Command}, s.Args...), "\x00")); len(pids) > 0 {
 				t.Errorf("server %s still runs after Close: pids %v", s.Name, pids)
 			}
 		}
@@ -132,7 +160,7 @@ func TestMCPEverythingInANativeWorld(t *testing.T) {
 	script := npmPeer(t, "server-everything", "dist/index.js")
 	t.Chdir(t.TempDir())
 	var toolEvents atomic.Int32
-	b := nativeBridge(t, config.MCPServer{
+	b := nativeBridge(t, nil, config.MCPServer{
 		Name: "everything", Command: "node", Args: []string{script, "stdio"},
 		Env:       config.SecretEnv{"GIVEN=for-this-server"},
 		Reconnect: config.MCPReconnect{InitialDelay: "100ms"},
@@ -239,7 +267,7 @@ func TestMCPFilesystemServerWorkspaceModes(t *testing.T) {
 		// Told it may read and write everything: the world decides.
 		return config.MCPServer{Name: name, Command: "node", Args: []string{script, "/"}, World: config.MCPWorld{Workspace: workspace}}
 	}
-	b := nativeBridge(t, server("none", "none"), server("rw", "rw"))
+	b := nativeBridge(t, nil, server("none", "none"), server("rw", "rw"))
 
 	for _, name := range []string{"none", "rw"} {
 		res, err := mcpCall(t, b, "mcp__"+name+"__read_text_file", `{"path":"`+cred.Name()+`"}`)
@@ -328,4 +356,71 @@ func TestMCPCLIListAndCall(t *testing.T) {
 	if strings.Contains(out, "ghp_very_secret") || strings.Contains(out, "${FROM_HOST}") {
 		t.Errorf("dsh config show prints the secret:\n%s", out)
 	}
+}
+
+// A go-sdk server (this test binary, copied where a world sees it) in a
+// native world whose egress allows nothing: its request gets the proxy's
+// 403, and the audit line names the server's world.
+func TestMCPServerEgressDeniedAndAudited(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "dsh-mcp-server-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// The world's unprivileged identity must reach it.
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "server")
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	var audit syncBuffer
+	b := nativeBridge(t, &audit, config.MCPServer{Name: "go", Command: bin, Env: config.SecretEnv{testServerEnv + "=1"}})
+	// A name the policy denies: the proxy refuses it without resolving
+	// it, so nothing leaves the machine.
+	res, err := mcpCall(t, b, "mcp__go__fetch", `{"url":"http://blocked.example/"}`)
+	if err != nil || !strings.Contains(res.Text, "403") {
+		t.Fatalf("fetch of a denied host = %+v, %v; want the proxy's 403", res, err)
+	}
+	world := b.Status()[0].World
+	if world == "" {
+		t.Fatal("the server's status names no world")
+	}
+	b.Close() // the proxy's last audit lines are in
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["world"] == world && strings.Contains(line, "blocked.example") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no audit line for blocked.example names world %s:\n%s", world, audit.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the proxy's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -17,7 +17,14 @@ type ServerStatus struct {
 	Tools     []ToolName `json:"tools"`
 	Resources int        `json:"resources"`
 	Prompts   int        `json:"prompts"`
+	// World is the ID of the server's world, which the egress proxy's
+	// audit lines carry ("" before it opens, or for an upstream
+	// without one).
+	World string `json:"world,omitempty"`
 }
+
+// worldIDer is an Upstream that runs its server in a world.
+type worldIDer interface{ WorldID() string }
 
 // ToolName is a tool's public and raw name.
 type ToolName struct {
@@ -39,6 +46,9 @@ func (b *Bridge) Status() []ServerStatus {
 			Tools: byServer[s.cfg.Name], Resources: len(s.catalog.resources), Prompts: len(s.catalog.prompts),
 		}
 		s.mu.Unlock()
+		if w, ok := s.cfg.Upstream.(worldIDer); ok {
+			st.World = w.WorldID()
+		}
 		if st.Tools == nil {
 			st.Tools = []ToolName{}
 		}
