@@ -62,7 +62,7 @@ func runTestServer() {
 }
 
 // testCommand is the test binary as a stdio server in a fake world.
-func testCommand(t *testing.T, env ...string) (*Command, *execworldtest.Backend) {
+func testCommand(t testing.TB, env ...string) (*Command, *execworldtest.Backend) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
