@@ -109,10 +109,6 @@ func mcpServers(cfg *config.Config, start func(name string) bool, warn, audit io
 		if start != nil {
 			srv.Lazy = !start(s.Name)
 		}
-		if s.Transport == "http" {
-			cleanup()
-			return nil, nil, fmt.Errorf("%s (%s): transport http is not supported by this build yet; run the server over stdio (command:), which dsh confines in a world", key, s.Name)
-		}
 		env := make([]string, 0, len(s.Env))
 		for j, kv := range s.Env {
 			k, v, _ := strings.Cut(kv, "=")
@@ -132,11 +128,21 @@ func mcpServers(cfg *config.Config, start func(name string) bool, warn, audit io
 			dirs = append(dirs, dir)
 		}
 		plan.audit = audit
-		srv.Upstream = &bridge.Command{
-			World: func(ctx context.Context) (*execworld.World, error) { return openWorld(ctx, plan, warn) },
-			Argv:  append([]string{s.Command}, s.Args...),
-			Env:   env,
-			Dir:   s.Cwd,
+		open := func(ctx context.Context) (*execworld.World, error) { return openWorld(ctx, plan, warn) }
+		if s.Transport == "http" {
+			headers := map[string]string{}
+			for _, h := range sortedKeys(s.Headers) {
+				v, err := config.ExpandSecret(s.Headers[h], os.LookupEnv, nil)
+				if err != nil {
+					cleanup()
+					return nil, nil, fmt.Errorf("%s.headers.%s (%s): %w", key, h, s.Name, err)
+				}
+				headers[h] = v
+			}
+			// Requests go through the world's Net, under world.allow.
+			srv.Upstream = &bridge.HTTP{URL: s.URL, Headers: headers, World: open}
+		} else {
+			srv.Upstream = &bridge.Command{World: open, Argv: append([]string{s.Command}, s.Args...), Env: env, Dir: s.Cwd}
 		}
 		out = append(out, srv)
 	}
@@ -195,6 +201,15 @@ func mcpWorldPlan(cfg *config.Config, s config.MCPServer) (*worldPlan, string, e
 		return nil, "", err
 	}
 	return plan, dir, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // duration is a validated duration key, 0 when empty.

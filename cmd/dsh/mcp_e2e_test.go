@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,6 +149,9 @@ func nativeBridge(t *testing.T, audit io.Writer, servers ...config.MCPServer) *b
 		}
 		cleanup()
 		for _, s := range servers {
+			if s.Command == "" {
+				continue
+			}
 			if pids := serverPids(strings.Join(append([]string{s.Command}, s.Args...), "\x00")); len(pids) > 0 {
 				t.Errorf("server %s still runs after Close: pids %v", s.Name, pids)
 			}
@@ -503,4 +507,51 @@ func medianDuration(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// Streamable HTTP: a go-sdk server on loopback, allowed by IP:port,
+// works through the world's Net; the same URL without the entry is
+// refused before any connect.
+func TestMCPStreamableHTTPAllowedByIPPort(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	var hits atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "web"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "hello", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi over http"}}}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); h.ServeHTTP(w, r) }))
+	defer ts.Close()
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	t.Chdir(t.TempDir())
+
+	b := nativeBridge(t, nil, config.MCPServer{Name: "web", Transport: "http", URL: ts.URL + "/mcp", World: config.MCPWorld{Allow: []string{addr}}})
+	res, err := mcpCall(t, b, "mcp__web__hello", `{}`)
+	if err != nil || res.Text != "hi over http" {
+		t.Fatalf("call over Streamable HTTP = %+v, %v", res, err)
+	}
+	b.Close()
+
+	before := hits.Load()
+	cfg := config.Default()
+	cfg.MCP.Servers = []config.MCPServer{{Name: "web", Transport: "http", URL: ts.URL + "/mcp", Required: true, Reconnect: config.MCPReconnect{Enabled: new(bool)}}}
+	list, cleanup, err := mcpServers(&cfg, nil, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	denied, err := bridge.New(list, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer denied.Close()
+	err = denied.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "denied") {
+		t.Fatalf("the same URL without an allow entry: %v, want a denial", err)
+	}
+	if hits.Load() != before {
+		t.Error("the refused server was reached")
+	}
 }
