@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -47,14 +48,18 @@ func newMCPListCmd() *cobra.Command {
 		Long: `dsh mcp list starts every eager server of mcp.servers in its world, waits
 for each (at most its startup_timeout), and lists its state (connecting,
 ready, reconnecting, failed, idle for a lazy one), why it is not ready, and
-its tools by public and raw name. The servers are stopped when it ends.`,
+its tools by public and raw name. The servers are stopped when it ends.
+
+Each server's last good catalog is cached ($XDG_CACHE_HOME/dsh/mcp), so a
+lazy server is listed without being started; how a live catalog differs
+from the cached one is reported as drift.`,
 		Example: `  dsh mcp list
   dsh mcp list --json
   dsh --config ci.yaml mcp list`,
 		Args: cobra.NoArgs,
 		RunE: runMCPList,
 	}
-	cmd.Flags().Bool("json", false, `print {"servers":[{"name","state","reason","tools":[{"public","raw"}],"resources","prompts"}]}`)
+	cmd.Flags().Bool("json", false, `print {"servers":[{"name","state","reason","tools":[{"public","raw"}],"resources","prompts","world","cached","drift"}]}`)
 	return cmd
 }
 
@@ -99,6 +104,7 @@ func mcpServers(cfg *config.Config, start func(name string) bool, warn, audit io
 			Lazy:            s.Start == "lazy",
 			CallTimeout:     duration(s.CallTimeout),
 			StartupTimeout:  duration(s.StartupTimeout),
+			CacheKey:        mcpCacheKey(cfg, s),
 			Reconnect: bridge.Reconnect{
 				Disabled:     s.Reconnect.Enabled != nil && !*s.Reconnect.Enabled,
 				InitialDelay: duration(s.Reconnect.InitialDelay),
@@ -212,6 +218,30 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+// mcpCacheKey is what a server's cached catalog belongs to: its entry
+// (env and header values as ***, so the key holds no secret) but for
+// its start, timeouts and reconnect budget, and the world it inherits.
+func mcpCacheKey(cfg *config.Config, s config.MCPServer) string {
+	// How and when it starts does not change what it offers.
+	s.Start, s.Required, s.CallTimeout, s.StartupTimeout, s.Reconnect = "", false, "", "", config.MCPReconnect{}
+	data, _ := json.Marshal(struct {
+		Server config.MCPServer
+		Driver string
+		Image  string
+	}{s, cfg.Sandbox.Driver, cfg.Sandbox.Image})
+	return string(data)
+}
+
+// mcpCacheDir is where catalogs are cached: $XDG_CACHE_HOME/dsh/mcp
+// (~/.cache/dsh/mcp); "" (no cache) when there is no such directory.
+func mcpCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "dsh", "mcp")
+}
+
 // duration is a validated duration key, 0 when empty.
 func duration(s string) time.Duration {
 	d, _ := time.ParseDuration(s)
@@ -232,7 +262,7 @@ func openBridge(cmd *cobra.Command, start func(string) bool) (*bridge.Bridge, fu
 	if err != nil {
 		return nil, nil, &configError{err}
 	}
-	b, err := bridge.New(servers, &bridge.Options{Version: version})
+	b, err := bridge.New(servers, &bridge.Options{Version: version, CacheDir: mcpCacheDir()})
 	if err != nil {
 		cleanup()
 		return nil, nil, &configError{err}
@@ -264,9 +294,15 @@ func runMCPList(cmd *cobra.Command, _ []string) error {
 		if s.World != "" {
 			fmt.Fprintf(tw, ", world %s", s.World)
 		}
+		if s.Cached {
+			fmt.Fprint(tw, " (listed from the catalog cache)")
+		}
 		fmt.Fprintln(tw)
 		if s.Reason != "" {
 			fmt.Fprintf(tw, "  reason:\t%s\n", s.Reason)
+		}
+		for _, d := range s.Drift {
+			fmt.Fprintf(tw, "  drift:\t%s\n", d)
 		}
 		for _, t := range s.Tools {
 			fmt.Fprintf(tw, "  %s\t(%s)\n", t.Public, t.Raw)

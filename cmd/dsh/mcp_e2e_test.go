@@ -347,7 +347,7 @@ func TestMCPCLIListAndCall(t *testing.T) {
 	run := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, append([]string{"--config", cfgFile}, args...)...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "FROM_HOST=ghp_very_secret")
+		cmd.Env = append(os.Environ(), "FROM_HOST=ghp_very_secret", "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		cmd.Stderr = &out
@@ -373,6 +373,18 @@ func TestMCPCLIListAndCall(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("get-sum not listed: %s", out)
+	}
+	// The catalog is cached: a lazy server is listed from it, not
+	// started.
+	os.WriteFile(cfgFile, []byte("mcp:\n  servers:\n    - name: everything\n      start: lazy\n      command: node\n      args: ["+strconv.Quote(script)+", stdio]\n      env: [\"TOKEN=${FROM_HOST}\"]\n"), 0o644)
+	out, code = run("mcp", "list", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || list.Servers[0].State != "idle" || !list.Servers[0].Cached || len(list.Servers[0].Tools) == 0 {
+		t.Errorf("dsh mcp list of a lazy server with a cached catalog: status %d:\n%s", code, out)
+	}
+	if cached, _ := filepath.Glob(filepath.Join(dir, "cache", "dsh", "mcp", "*.json")); len(cached) == 0 {
+		t.Error("no catalog cached")
+	} else if data, _ := os.ReadFile(cached[0]); bytes.Contains(data, []byte("ghp_very_secret")) {
+		t.Error("the cached catalog holds the secret")
 	}
 	out, code = run("mcp", "call", "--json", "mcp__everything__get-sum", `{"a":2,"b":3}`)
 	if code != 0 || !strings.Contains(out, `"text":"The sum of 2 and 3 is 5."`) || !strings.Contains(out, `"isError":false`) {

@@ -21,6 +21,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the client version sent in initialize. If empty, "dev".
 	Version string
+	// CacheDir, if set, keeps each server's last good catalog (one file
+	// per server and Server.CacheKey), offered before the server is up.
+	CacheDir string
 }
 
 // Bridge runs a set of upstream servers and offers their tools under
@@ -119,6 +122,11 @@ func New(servers []Server, opts *Options) (*Bridge, error) {
 	}
 	if len(problems) > 0 {
 		return nil, &ConfigError{Problems: problems}
+	}
+	if o.CacheDir != "" {
+		for _, s := range b.servers {
+			s.loadCache(o.CacheDir)
+		}
 	}
 	return b, nil
 }

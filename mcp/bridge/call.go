@@ -64,6 +64,9 @@ func (b *Bridge) Call(ctx context.Context, public string, args json.RawMessage, 
 		return nil, fmt.Errorf("%w: %s (dsh mcp list shows the tools)", ErrUnknownTool, public)
 	}
 	s := t.srv
+	if s.cfg.Lazy && s.isIdle() {
+		s.ensureStarted() // its tools were listed from the catalog cache
+	}
 	timeout := s.cfg.callTimeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("tool %s: no result within the call timeout of %v", public, timeout))
 	defer cancel()

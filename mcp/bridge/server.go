@@ -64,6 +64,10 @@ type Server struct {
 	Lazy bool
 	// Reconnect is the supervisor's budget.
 	Reconnect Reconnect
+	// CacheKey identifies the server's configuration for the catalog
+	// cache (Options.CacheDir): a catalog cached under another key is
+	// not used. If empty, the server's catalog is not cached.
+	CacheKey string
 }
 
 // Reconnect configures the reconnect supervisor.

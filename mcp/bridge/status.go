@@ -21,6 +21,12 @@ type ServerStatus struct {
 	// audit lines carry ("" before it opens, or for an upstream
 	// without one).
 	World string `json:"world,omitempty"`
+	// Cached reports that the tools listed are the cached catalog, not
+	// yet confirmed by the server.
+	Cached bool `json:"cached,omitempty"`
+	// Drift is how the live tools differed from the cached catalog
+	// offered before the server was up.
+	Drift []string `json:"drift,omitempty"`
 }
 
 // worldIDer is an Upstream that runs its server in a world.
@@ -44,6 +50,7 @@ func (b *Bridge) Status() []ServerStatus {
 		st := ServerStatus{
 			Name: s.cfg.Name, State: s.state.String(), Reason: s.reason,
 			Tools: byServer[s.cfg.Name], Resources: len(s.catalog.resources), Prompts: len(s.catalog.prompts),
+			Cached: s.cached != nil, Drift: slices.Clone(s.drift),
 		}
 		s.mu.Unlock()
 		if w, ok := s.cfg.Upstream.(worldIDer); ok {

@@ -75,6 +75,11 @@ type server struct {
 	started  bool
 	catalog  catalog
 	progress map[any]func(*mcp.ProgressNotificationParams)
+	// cachePath is the catalog cache file ("" for none); cached is the
+	// catalog read from it, until the first live sync compares it.
+	cachePath string
+	cached    *cachedCatalog
+	drift     []string // how the live catalog differed from the cached one
 }
 
 func newServer(b *Bridge, cfg Server) *server {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -144,7 +145,72 @@ func (s *server) sync(ctx context.Context, sess *mcp.ClientSession, epoch uint64
 			return err
 		}
 	}
+	s.cacheLive(gen, k)
 	return nil
+}
+
+// loadCache offers the server's cached catalog until it is up.
+func (s *server) loadCache(dir string) {
+	if s.cfg.CacheKey == "" {
+		return
+	}
+	s.cachePath = cachePath(dir, s.cfg.Name, s.cfg.CacheKey)
+	c, err := loadCatalog(s.cachePath)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			s.b.log.Warn("MCP catalog cache unreadable; ignored", "server", s.cfg.Name, "err", err)
+		}
+		return
+	}
+	gen, err := s.generation(c.Tools)
+	if err != nil {
+		s.b.log.Warn("MCP catalog cache invalid; ignored", "server", s.cfg.Name, "err", err)
+		return
+	}
+	if err := s.b.install(s, gen); err != nil {
+		s.b.log.Warn("MCP catalog cache conflicts; ignored", "server", s.cfg.Name, "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.cached = c
+	s.catalog = catalog{resources: c.Resources, prompts: c.Prompts}
+	s.mu.Unlock()
+}
+
+// cacheLive writes the live catalog to the cache and, at the first live
+// sync after a cached catalog was offered, records how they differ:
+// drift is reported (Status.Drift, the log), never applied silently.
+func (s *server) cacheLive(gen map[string]*Tool, k kinds) {
+	if s.cachePath == "" || k != allKinds {
+		return
+	}
+	var tools []*mcp.Tool
+	for _, name := range sortedKeys(gen) {
+		tools = append(tools, gen[name].Def)
+	}
+	s.mu.Lock()
+	cat := s.catalog
+	cached := s.cached
+	s.cached = nil
+	s.mu.Unlock()
+	if cached != nil {
+		var cachedAllowed []*mcp.Tool
+		for _, t := range cached.Tools {
+			if s.cfg.allowed(t.Name) {
+				cachedAllowed = append(cachedAllowed, t)
+			}
+		}
+		if d := drift(cachedAllowed, tools); len(d) > 0 {
+			s.b.log.Warn("MCP server's live tools differ from its cached catalog", "server", s.cfg.Name, "drift", d)
+			s.mu.Lock()
+			s.drift = d
+			s.mu.Unlock()
+		}
+	}
+	c := &cachedCatalog{Version: cacheVersion, Server: s.cfg.Name, Tools: tools, Resources: cat.resources, Prompts: cat.prompts}
+	if err := storeCatalog(s.cachePath, c); err != nil {
+		s.b.log.Warn("writing the MCP catalog cache", "server", s.cfg.Name, "err", err)
+	}
 }
 
 // generation turns a complete tool list into the next generation: the
