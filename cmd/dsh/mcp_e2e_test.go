@@ -567,3 +567,60 @@ func TestMCPStreamableHTTPAllowedByIPPort(t *testing.T) {
 		t.Error("the refused server was reached")
 	}
 }
+
+// A crash-looping server spends its budget: its state says why; a
+// server that never answers initialize fails at its startup deadline.
+func TestMCPCrashLoopAndSilentServerInNativeWorlds(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	t.Chdir(t.TempDir())
+	cfg := config.Default()
+	cfg.MCP.Servers = []config.MCPServer{
+		{Name: "loop", Command: "/bin/sh", Args: []string{"-c", "echo 'missing API key' >&2; exit 1"},
+			Reconnect: config.MCPReconnect{InitialDelay: "10ms", MaxDelay: "40ms", MaxAttempts: 3}},
+		{Name: "mute", Command: "/bin/sleep", Args: []string{"60"}, StartupTimeout: "500ms", Required: true,
+			Reconnect: config.MCPReconnect{Enabled: new(bool)}},
+	}
+	if err := cfg.Validate(driverNames()); err != nil {
+		t.Fatal(err)
+	}
+	list, cleanup, err := mcpServers(&cfg, nil, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	b, err := bridge.New(list, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	begin := time.Now()
+	err = b.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "MCP server mute") || !strings.Contains(err.Error(), "no answer within the startup timeout of 500ms") {
+		t.Errorf("Start with a server that never answers: %v", err)
+	}
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Errorf("Start took %v with a 500ms startup timeout", d)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := b.Status()[0]
+		if st.State == "failed" {
+			for _, want := range []string{"gave up after 3 reconnect attempts", "exit status 1", "missing API key"} {
+				if !strings.Contains(st.Reason, want) {
+					t.Errorf("reason %q lacks %q", st.Reason, want)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the crash loop was not given up: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.Close()
+	if pids := serverPids("/bin/sleep\x0060"); len(pids) > 0 {
+		t.Errorf("the silent server's process runs after Close: %v", pids)
+	}
+}

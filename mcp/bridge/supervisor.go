@@ -168,7 +168,7 @@ func (s *server) waitFirst(ctx context.Context) error {
 		case st == Ready:
 			return nil
 		case st == Connecting && reason != "":
-			return fmt.Errorf("%w: MCP server %s: %s (still trying)", ErrUnavailable, s.cfg.Name, reason)
+			return fmt.Errorf("%w: MCP server %s: %s", ErrUnavailable, s.cfg.Name, reason)
 		case st != Connecting:
 			_, err := s.waitReady(ctx)
 			return err
@@ -224,6 +224,13 @@ func (s *server) run() {
 		var why string
 		if err != nil {
 			why = err.Error()
+			// Said before the process is stopped, which may take its
+			// grace: a caller waiting for the first attempt hears now.
+			if everUp {
+				s.setState(Reconnecting, why)
+			} else {
+				s.setState(Connecting, why)
+			}
 			if !s.stopLink() {
 				return
 			}
