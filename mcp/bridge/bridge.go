@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -51,6 +52,9 @@ type Tool struct {
 	Def *mcp.Tool
 
 	srv *server
+	// out is Def's output schema, resolved; nil when the tool has none
+	// or it uses vocabulary the validator does not support.
+	out *jsonschema.Resolved
 }
 
 // EventKind says what changed.

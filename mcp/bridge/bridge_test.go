@@ -518,3 +518,25 @@ func TestLazyServerStartsOnItsFirstCall(t *testing.T) {
 		t.Errorf("a call of mcp__lazy__a started server lazy2")
 	}
 }
+
+func TestStructuredContentValidatedAgainstOutputSchema(t *testing.T) {
+	srv := func(int) *mcp.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: "o"}, nil)
+		schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+		for name, sc := range map[string]any{"good": map[string]any{"n": 3}, "bad": map[string]any{"n": "three"}} {
+			s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}, OutputSchema: schema},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{StructuredContent: sc, Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}, nil
+				})
+		}
+		return s
+	}
+	b := start(t, Server{Name: "o", Upstream: &fakeUpstream{build: srv}})
+	if _, err := call(t, b, "mcp__o__good", `{}`); err != nil {
+		t.Errorf("matching structuredContent: %v", err)
+	}
+	_, err := call(t, b, "mcp__o__bad", `{}`)
+	if err == nil || !strings.Contains(err.Error(), "does not match the outputSchema") {
+		t.Errorf("mismatching structuredContent: %v, want it refused", err)
+	}
+}

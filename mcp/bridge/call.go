@@ -103,6 +103,11 @@ func (b *Bridge) Call(ctx context.Context, public string, args json.RawMessage, 
 	if out.IsError {
 		return out, &ToolError{Tool: public, Result: out}
 	}
+	if t.out != nil && out.StructuredContent != nil {
+		if err := t.out.Validate(jsonValue(out.StructuredContent)); err != nil {
+			return out, fmt.Errorf("tool %s (MCP server %s): its structuredContent does not match the outputSchema it declares: %w", public, s.cfg.Name, err)
+		}
+	}
 	return out, nil
 }
 
@@ -177,4 +182,18 @@ func projectText(public string, content []mcp.Content) string {
 		return fmt.Sprintf("(%s returned no model-visible content)", public)
 	}
 	return strings.Join(parts, "\n")
+}
+
+// jsonValue is v as plain JSON values (maps, slices, float64), which the
+// validator expects.
+func jsonValue(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if json.Unmarshal(data, &out) != nil {
+		return v
+	}
+	return out
 }

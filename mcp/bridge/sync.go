@@ -2,10 +2,12 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -231,7 +233,7 @@ func (s *server) generation(tools []*mcp.Tool) (map[string]*Tool, error) {
 		if prev, dup := gen[pub]; dup {
 			return nil, &ListError{Server: s.cfg.Name, Msg: fmt.Sprintf("tools %q and %q have the same public name %s", prev.Def.Name, t.Name, pub)}
 		}
-		gen[pub] = &Tool{Public: pub, Server: s.cfg.Name, Def: t, srv: s}
+		gen[pub] = &Tool{Public: pub, Server: s.cfg.Name, Def: t, srv: s, out: resolveSchema(t.OutputSchema)}
 	}
 	return gen, nil
 }
@@ -252,4 +254,26 @@ func listAll[T any](ctx context.Context, page func(cursor string) ([]T, string, 
 		cursor = next
 	}
 	return nil, fmt.Errorf("more than %d pages", maxPages)
+}
+
+// resolveSchema resolves an output schema for validation; nil when there
+// is none or the validator cannot use it (the result then goes
+// unchecked, as the reference does).
+func resolveSchema(schema any) *jsonschema.Resolved {
+	if schema == nil {
+		return nil
+	}
+	data, err := json.Marshal(schema)
+	if err != nil {
+		return nil
+	}
+	var js jsonschema.Schema
+	if err := json.Unmarshal(data, &js); err != nil {
+		return nil
+	}
+	r, err := js.Resolve(nil)
+	if err != nil {
+		return nil
+	}
+	return r
 }
