@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -124,6 +125,11 @@ func npmPeer(t *testing.T, pkg, script string) string {
 // process of theirs is left.
 func nativeBridge(t *testing.T, audit io.Writer, servers ...config.MCPServer) *bridge.Bridge {
 	t.Helper()
+	return nativeBridgeOpts(t, audit, nil, servers...)
+}
+
+func nativeBridgeOpts(t *testing.T, audit io.Writer, opts *bridge.Options, servers ...config.MCPServer) *bridge.Bridge {
+	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
@@ -139,7 +145,7 @@ func nativeBridge(t *testing.T, audit io.Writer, servers ...config.MCPServer) *b
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bridge.New(list, nil)
+	b, err := bridge.New(list, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +200,9 @@ func TestMCPEverythingInANativeWorld(t *testing.T) {
 	script := npmPeer(t, "server-everything", "dist/index.js")
 	t.Chdir(t.TempDir())
 	var toolEvents atomic.Int32
-	b := nativeBridge(t, nil, config.MCPServer{
+	var log syncBuffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b := nativeBridgeOpts(t, nil, &bridge.Options{Logger: logger}, config.MCPServer{
 		Name: "everything", Command: "node", Args: []string{script, "stdio"},
 		Env:       config.SecretEnv{"GIVEN=for-this-server"},
 		Reconnect: config.MCPReconnect{InitialDelay: "100ms"},
@@ -271,6 +279,11 @@ func TestMCPEverythingInANativeWorld(t *testing.T) {
 	}
 	if now := serverPids(script); len(now) != 1 || now[0] == pids[0] {
 		t.Errorf("server processes after the reconnect %v (killed %d), want one new one", now, pids[0])
+	}
+	// The server adds tools once initialized and says so: the
+	// notification reaches the bridge, which re-syncs.
+	if !strings.Contains(log.String(), `msg="MCP list_changed: re-sync" server=everything kind=tools`) {
+		t.Errorf("no tools/list_changed from the server reached the bridge; its log:\n%s", log.String())
 	}
 	if toolEvents.Load() == 0 {
 		t.Error("no tool generation was installed after the reconnect")

@@ -51,8 +51,10 @@ func (s *server) resync(epoch uint64, kind EventKind) {
 	sess, cur := s.sess, s.epoch
 	s.mu.Unlock()
 	if sess == nil || cur != epoch {
+		s.b.log.Debug("MCP list_changed of a replaced connection ignored", "server", s.cfg.Name, "kind", kind.String())
 		return
 	}
+	s.b.log.Debug("MCP list_changed: re-sync", "server", s.cfg.Name, "kind", kind.String())
 	k := map[EventKind]kinds{ToolsChanged: kindTools, ResourcesChanged: kindResources, PromptsChanged: kindPrompts}[kind]
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.startupTimeout())
 	defer cancel()
