@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,5 +75,39 @@ func TestHTTPUpstreamNotAllowedIsRefusedBeforeConnecting(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the server got %d request(s); the refusal must come before any connect", n)
+	}
+}
+
+// A Streamable HTTP server that goes away and comes back on the same
+// address: the supervisor notices the lost connection and reconnects.
+func TestHTTPUpstreamReconnects(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return echoServer(nil, "hello") }, nil)
+	serve := func(l net.Listener) *http.Server {
+		s := &http.Server{Handler: handler}
+		go s.Serve(l)
+		return s
+	}
+	srv := serve(ln)
+	up := &HTTP{URL: "http://" + addr, World: netWorld(t, addr)}
+	b := start(t, Server{Name: "web", Upstream: up, Reconnect: Reconnect{InitialDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond, MaxAttempts: 20}})
+	if _, err := call(t, b, "mcp__web__hello", `{}`); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close() // ends the standalone SSE stream: the session is lost
+	waitFor(t, "the lost connection is noticed", func() bool { st, _ := state(b, "web"); return st != "ready" })
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	srv2 := serve(ln2)
+	defer srv2.Close()
+	waitFor(t, "reconnected", func() bool { st, _ := state(b, "web"); return st == "ready" })
+	if res, err := call(t, b, "mcp__web__hello", `{"again":true}`); err != nil || res.Text != `hello: {"again":true}` {
+		t.Errorf("call after the reconnect = %+v, %v", res, err)
 	}
 }
