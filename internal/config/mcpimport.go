@@ -143,29 +143,34 @@ func sortedMapKeys(m map[string]string) []string {
 // servers: ...). Env and header values are written as they are: an
 // import holds only ${...} references, never a secret.
 func ImportYAML(servers []MCPServer) ([]byte, error) {
-	list := make([]map[string]any, 0, len(servers))
-	for _, s := range servers {
-		m := map[string]any{"name": s.Name, "transport": s.Transport}
-		if s.Command != "" {
-			m["command"] = s.Command
-		}
-		if len(s.Args) > 0 {
-			m["args"] = s.Args
-		}
-		if s.Cwd != "" {
-			m["cwd"] = s.Cwd
-		}
-		if len(s.Env) > 0 {
-			m["env"] = []string(s.Env)
-		}
-		if s.URL != "" {
-			m["url"] = s.URL
-		}
-		if len(s.Headers) > 0 {
-			m["headers"] = map[string]string(s.Headers)
-		}
-		m["world"] = map[string]any{"workspace": s.World.Workspace}
-		list = append(list, m)
+	type world struct {
+		Workspace string `yaml:"workspace"`
 	}
-	return yaml.Marshal(map[string]any{"mcp": map[string]any{"servers": list}})
+	type entry struct {
+		Name      string            `yaml:"name"`
+		Transport string            `yaml:"transport"`
+		Command   string            `yaml:"command,omitempty"`
+		Args      []string          `yaml:"args,omitempty"`
+		Cwd       string            `yaml:"cwd,omitempty"`
+		Env       []string          `yaml:"env,omitempty"`
+		URL       string            `yaml:"url,omitempty"`
+		Headers   map[string]string `yaml:"headers,omitempty"`
+		World     world             `yaml:"world"`
+	}
+	list := make([]entry, 0, len(servers))
+	for _, s := range servers {
+		list = append(list, entry{
+			Name: s.Name, Transport: s.Transport, Command: s.Command, Args: s.Args, Cwd: s.Cwd,
+			Env: []string(s.Env), URL: s.URL, Headers: map[string]string(s.Headers), World: world{s.World.Workspace},
+		})
+	}
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	doc := map[string]any{"mcp": map[string]any{"servers": list}}
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	enc.Close()
+	return []byte(b.String()), nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestImportMCP(t *testing.T) {
@@ -55,5 +56,26 @@ env = { API_KEY = "k" }
 	}
 	if _, _, err := ImportMCP("x.json", []byte(`{"other":1}`)); err == nil || !strings.Contains(err.Error(), "has no MCP servers") {
 		t.Errorf("ImportMCP without servers = %v", err)
+	}
+}
+
+func TestImportYAMLIsAValidConfiguration(t *testing.T) {
+	servers, _, err := ImportMCP("mcp.json", []byte(`{"mcpServers":{"gh":{"command":"x","args":["a"],"env":{"T":"secret-value"}},"web":{"url":"https://example.com/mcp","headers":{"X-Key":"k"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ImportYAML(servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "secret-value") || strings.Contains(string(out), ": k") {
+		t.Errorf("the fragment holds a secret:\n%s", out)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(out, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if errs := CheckKeys(raw); len(errs) > 0 {
+		t.Errorf("the fragment has unknown keys: %v\n%s", errs, out)
 	}
 }
