@@ -3,24 +3,40 @@
 # (real peers no one here wrote) into .cache/peers, outside /tmp, so that
 # a world sees them: /tmp is private inside every world. It runs outside
 # any world, before the tests (registries are blocked inside, correctly).
-# Idempotent: a complete install is kept.
+# Idempotent: a complete install is kept. With Docker and dsh/base there,
+# it also builds dsh/mcp-peers, the same packages for docker worlds.
 set -eu
 cd "$(dirname "$0")/.."
 dir=.cache/peers
 pkgs="@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31"
 stamp="$dir/.installed"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pkgs" ]; then
-	exit 0
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$pkgs" ]; then
+	if ! command -v npm >/dev/null 2>&1; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+			apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+		else
+			echo "ensure-npm-peers: npm is missing; install nodejs and npm" >&2
+			exit 1
+		fi
+	fi
+	mkdir -p "$dir"
+	# shellcheck disable=SC2086
+	npm install --silent --no-audit --no-fund --prefix "$dir" $pkgs
+	echo "$pkgs" >"$stamp"
 fi
-if ! command -v npm >/dev/null 2>&1; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
-	else
-		echo "ensure-npm-peers: npm is missing; install nodejs and npm" >&2
-		exit 1
+
+# The image of the docker driver's worlds, when a Docker engine and
+# dsh/base (make images) are there; rebuilt when the packages or the
+# Dockerfile change.
+image=dsh/mcp-peers:latest
+if command -v docker >/dev/null 2>&1 && docker image inspect dsh/base:latest >/dev/null 2>&1; then
+	want="$( (cat images/mcp-peers/Dockerfile; cat "$stamp") | sha256sum | cut -d' ' -f1)"
+	got="$(docker image inspect -f '{{index .Config.Labels "dev.dsh.peers"}}' "$image" 2>/dev/null || true)"
+	if [ "$got" != "$want" ]; then
+		# The legacy builder prints a banner on every run: shown on failure only.
+		if ! out="$(docker build -q --label "dev.dsh.peers=$want" -t "$image" -f images/mcp-peers/Dockerfile "$dir" 2>&1)"; then
+			echo "$out" >&2
+			exit 1
+		fi
 	fi
 fi
-mkdir -p "$dir"
-# shellcheck disable=SC2086
-npm install --silent --no-audit --no-fund --prefix "$dir" $pkgs
-echo "$pkgs" >"$stamp"

@@ -188,6 +188,12 @@ func mcpWorldPlan(cfg *config.Config, s config.MCPServer) (*worldPlan, string, e
 		if err != nil {
 			return nil, "", fmt.Errorf("making the empty workspace of workspace: none: %w", err)
 		}
+		// Enterable by a world's unprivileged user (docker runs as the
+		// image's); it holds nothing.
+		if err := os.Chmod(d, 0o755); err != nil {
+			os.RemoveAll(d)
+			return nil, "", err
+		}
 		dir, o.Workspace = d, d
 		// A native world shows the host root read-only: the workspace
 		// the server must not see is masked there, by the kernel's mount.
