@@ -307,6 +307,9 @@ func TestMCPFilesystemServerWorkspaceModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(ws) })
+	// Readable by anyone: only the world's view may keep it from the
+	// server, not its permissions.
+	os.Chmod(ws, 0o755)
 	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("workspace file"), 0o644)
 	t.Chdir(ws)
 
