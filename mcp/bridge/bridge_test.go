@@ -540,3 +540,55 @@ func TestStructuredContentValidatedAgainstOutputSchema(t *testing.T) {
 		t.Errorf("mismatching structuredContent: %v, want it refused", err)
 	}
 }
+
+// stuck wraps an upstream whose processes never end when stopped.
+type stuck struct {
+	*fakeUpstream
+	stops atomic.Int32
+}
+
+func (s *stuck) Start(ctx context.Context) (*Link, error) {
+	l, err := s.fakeUpstream.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.Stop = func(ctx context.Context) error {
+		s.stops.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return l, nil
+}
+
+func TestProcessThatWillNotStopIsNeverJoinedByASecond(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits StopTimeout")
+	}
+	up := &stuck{fakeUpstream: &fakeUpstream{build: func(int) *mcp.Server { return echoServer(nil, "a") }}}
+	b, err := New([]Server{{Name: "s", Upstream: up, StartupTimeout: 5 * time.Second, Reconnect: fast}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	up.kill()
+	deadline := time.Now().Add(StopTimeout + 5*time.Second)
+	for {
+		if st, _ := state(b, "s"); st == "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor did not give up on a process that would not stop")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, reason := state(b, "s")
+	if !strings.Contains(reason, "did not end within 5s") || !strings.Contains(reason, "two never run at once") {
+		t.Errorf("reason = %q", reason)
+	}
+	if starts, _, _ := up.counts(); starts != 1 {
+		t.Errorf("%d starts: another process was started while the first would not stop", starts)
+	}
+}
