@@ -29,11 +29,12 @@ images: docker build
 	@images/build.sh
 
 ## peers: the real programs the end-to-end tests talk to (gopls, the npm
-## language servers, the MCP Inspector), in .cache/peers
+## language servers, the MCP Inspector and MCP servers), in .cache/peers
 peers:
 	@scripts/ensure-gopls.sh
 	@scripts/npm-peers.sh lsp-npm typescript-language-server@6.0.2 typescript@5.9.3 pyright@1.1.414
 	@scripts/npm-peers.sh mcp-npm @modelcontextprotocol/inspector@0.15.0
+	@scripts/ensure-npm-peers.sh
 
 ## test: everything, with Docker required (the README's and CI's test command)
 test: images peers

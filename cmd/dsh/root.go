@@ -37,6 +37,7 @@ causes can escape it.`,
 		newFetchCmd(), newSearchCmd(),
 		newRunCmd(), newServeCmd(),
 		newLSPCmd(),
+		newMCPCmd(),
 		newExitCodesTopic(),
 	)
 	contractCommands(root)

@@ -20,6 +20,8 @@ type Config struct {
 	Proxy Proxy `mapstructure:"proxy"`
 	// LSP configures the language servers (lsp.go).
 	LSP LSP `mapstructure:"lsp"`
+	// MCP configures the MCP bridge (dsh mcp).
+	MCP MCP `mapstructure:"mcp"`
 }
 
 // Sandbox configures the execution world's confinement.

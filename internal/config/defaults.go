@@ -33,6 +33,7 @@ func Default() Config {
 		},
 		Proxy: Proxy{},
 		LSP:   LSP{Servers: []LSPServer{}},
+		MCP:   MCP{Servers: []MCPServer{}},
 	}
 }
 

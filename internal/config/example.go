@@ -48,6 +48,7 @@ var keyDocs = map[string]string{
 	"sandbox.workspace.mode":         "How a world sees the workspace: rw, ro (read-only: writes fail with\nEROFS) or overlay (copy-on-write: the workspace is untouched, dsh run\nreports the change set, --apply copies it in). Flag --workspace-mode.",
 	"sandbox.workspace.overlay_size": "Most an overlay world can write (its upper layer, a tmpfs charged to\nthe world's memory limit): at least 1MiB, at most the memory limit;\nempty is half the memory limit, at most 1GiB. Flag --overlay-size.",
 	"lsp.servers":                    "Language servers beside the presets (gopls, typescript-language-server,\npyright-langserver, clangd, rust-analyzer), each run inside the world:\n{id, command, args, env: [KEY=VALUE], extensions: {\".go\": go},\ninitialization_options and settings (JSON text), readiness: none|progress|log|quiescent, readiness_pattern,\nreadiness_timeout, startup_timeout, request_timeout, image}. A server\nwith a preset's id or extension replaces that preset.",
+	"mcp.servers":                    mcpServersDoc,
 }
 
 // sectionDocs introduce the sections of the example.
@@ -58,6 +59,7 @@ var sectionDocs = map[string]string{
 	"web":               "dsh fetch and dsh search.",
 	"web.policy":        "Egress policy of web fetches (see docs/policy.md).",
 	"proxy":             "dsh proxy, the egress proxy.",
+	"mcp":               "dsh mcp: third-party MCP servers, each confined in its own world.",
 }
 
 // hostDependent are keys whose default depends on the host; the example

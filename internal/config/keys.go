@@ -102,13 +102,14 @@ func CheckKeys(raw map[string]any) []error {
 					errs = append(errs, &KeyError{Key: key, Msg: "is a section; expected a mapping of keys"})
 				}
 			case known[key]:
+				errs = append(errs, checkEntries(key, m[k])...)
 			default:
 				errs = append(errs, &KeyError{Key: key, Msg: "is not a known setting" + suggest(key, known, secs)})
 			}
 		}
 	}
 	walk(raw, "")
-	return append(errs, checkLSPKeys(raw)...)
+	return errs
 }
 
 // suggest names the known key (or section) at the same level closest to

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 )
@@ -48,40 +47,6 @@ type LSPServer struct {
 	RequestTimeout   string `mapstructure:"request_timeout"`
 	// Image is the docker driver's image for this server.
 	Image string `mapstructure:"image"`
-}
-
-// lspServerKeys are the keys of an lsp.servers entry.
-var lspServerKeys = []string{"id", "command", "args", "env", "extensions", "initialization_options", "settings",
-	"readiness", "readiness_pattern", "readiness_timeout", "startup_timeout", "request_timeout", "image"}
-
-// checkLSPKeys reports unknown keys in the entries of lsp.servers, which
-// CheckKeys sees only as one list.
-func checkLSPKeys(raw map[string]any) []error {
-	section, _ := raw["lsp"].(map[string]any)
-	list, _ := section["servers"].([]any)
-	known := map[string]bool{}
-	for _, k := range lspServerKeys {
-		known[k] = true
-	}
-	var errs []error
-	for i, item := range list {
-		m, ok := item.(map[string]any)
-		if !ok {
-			errs = append(errs, &KeyError{Key: fmt.Sprintf("lsp.servers[%d]", i), Msg: "is not a mapping; give id, command, extensions, …"})
-			continue
-		}
-		names := make([]string, 0, len(m))
-		for k := range m {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			if !known[strings.ToLower(k)] {
-				errs = append(errs, &KeyError{Key: fmt.Sprintf("lsp.servers[%d].%s", i, k), Msg: "is not a known setting; an entry has: " + strings.Join(lspServerKeys, ", ")})
-			}
-		}
-	}
-	return errs
 }
 
 var (

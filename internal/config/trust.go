@@ -120,6 +120,7 @@ var trustTable = map[string]Class{
 	// Commands dsh starts on the user's behalf (confined, but chosen by
 	// the file), and the images they run in.
 	"lsp.servers": Widening,
+	"mcp.servers": Widening, // a server to run, its world, its egress
 	// Where dsh listens and writes on the host.
 	"proxy.listen":  Widening,
 	"proxy.audit":   Widening,

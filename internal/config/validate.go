@@ -67,6 +67,7 @@ func (c *Config) Validate(drivers []string) error {
 			bad("web.search.searxng_url", "%q is not an http(s) URL", u)
 		}
 	}
+	validateMCP(c.MCP, drivers, bad)
 	if len(errs) == 0 {
 		return nil
 	}
