@@ -18,7 +18,7 @@ func TestValidateMCPReportsEveryProblem(t *testing.T) {
 		{Name: "ok", Command: "srv"},
 		{Name: "h", Transport: "http", URL: "ftp://x"},
 		{Name: "w", Command: "srv", Env: SecretEnv{"1BAD=x", "TOKEN=${not a ref}"},
-			World: MCPWorld{Driver: "vm", Workspace: "ro", Allow: []string{"exa mple.com"}, Limits: MCPLimits{Memory: "1k"}},
+			World: MCPWorld{Driver: "vm", Workspace: "rox", Allow: []string{"exa mple.com"}, Limits: MCPLimits{Memory: "1k"}},
 			Tools: MCPTools{Deny: []string{"["}}, CallTimeout: "soon", Start: "later", Reconnect: MCPReconnect{MaxAttempts: -1}},
 		{Name: "s"},
 	}
