@@ -20,8 +20,10 @@ type bridged struct {
 	g *Gateway
 	b *bridge.Bridge
 
-	mu     sync.Mutex            // guards served; held for a whole sync
-	served map[string]servedTool // by public name
+	mu        sync.Mutex            // guards the maps; held for a whole sync
+	served    map[string]servedTool // tools, by public name
+	prompts   map[string]servedTool // by public name
+	resources map[string]servedTool // by URI
 
 	kick     chan struct{} // a change to sync, capacity 1
 	done     chan struct{}
@@ -42,16 +44,17 @@ type servedTool struct {
 func (g *Gateway) startBridged() {
 	br := &bridged{
 		g: g, b: g.opts.Bridge, served: map[string]servedTool{},
+		prompts: map[string]servedTool{}, resources: map[string]servedTool{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), loopDone: make(chan struct{}),
 	}
 	g.bridged = br
 	// Subscribed before the first sync: no change falls between them.
-	br.unsub = br.b.Subscribe(func(ev bridge.Event) {
-		if ev.Kind == bridge.ToolsChanged {
-			select {
-			case br.kick <- struct{}{}:
-			default: // a sync is due anyway; it reads the newest tools
-			}
+	// Every kind of event: a state change can take a catalog away too,
+	// and an unchanged item is not served again.
+	br.unsub = br.b.Subscribe(func(bridge.Event) {
+		select {
+		case br.kick <- struct{}{}:
+		default: // a sync is due anyway; it reads the newest lists
 		}
 	})
 	br.sync()
@@ -78,11 +81,18 @@ func (br *bridged) stop() {
 	})
 }
 
-// sync makes the served tools the bridge's: removed ones go, new and
-// changed ones are (re)added.
+// sync makes the served tools, prompts and resources the bridge's:
+// removed ones go, new and changed ones are (re)added, unchanged ones
+// stay (no list_changed for them).
 func (br *bridged) sync() {
 	br.mu.Lock()
 	defer br.mu.Unlock()
+	br.syncTools()
+	br.syncPrompts()
+	br.syncResources()
+}
+
+func (br *bridged) syncTools() {
 	next := map[string]servedTool{}
 	defs := map[string]*mcp.Tool{}
 	for _, t := range br.b.Tools() {
@@ -230,4 +240,97 @@ func (br *bridged) worldOf(public string) string {
 
 func errorResult(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}
+}
+
+// syncPrompts serves the bridge's prompts under their public names.
+func (br *bridged) syncPrompts() {
+	next := map[string]servedTool{}
+	defs := map[string]*mcp.Prompt{}
+	for _, p := range br.b.Prompts() {
+		def := *p.Def
+		def.Name = p.Public
+		b, _ := json.Marshal(&def)
+		next[p.Public] = servedTool{server: p.Server, def: string(b)}
+		defs[p.Public] = &def
+	}
+	var gone []string
+	for name := range br.prompts {
+		if _, ok := next[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		br.g.server.RemovePrompts(gone...)
+	}
+	for name, st := range next {
+		if old, ok := br.prompts[name]; ok && old == st {
+			continue
+		}
+		public := name
+		br.g.server.AddPrompt(defs[name], func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return br.b.GetPrompt(ctx, public, req.Params.Arguments)
+		})
+	}
+	br.prompts = next
+}
+
+// syncResources serves the bridge's resources under their own URIs; a
+// URI two servers offer is served from the first (in configuration
+// order), and none may shadow the gateway's own (dsh://status).
+func (br *bridged) syncResources() {
+	next := map[string]servedTool{}
+	defs := map[string]*mcp.Resource{}
+	for _, r := range br.b.Resources() {
+		uri := r.Def.URI
+		if uri == StatusURI {
+			br.g.log.Warn("a bridged resource is not served: its URI is dsh serve's own", "uri", uri, "server", r.Server)
+			continue
+		}
+		if other, dup := next[uri]; dup {
+			if other.server != r.Server {
+				br.g.log.Warn("a bridged resource is not served: another server offers the same URI", "uri", uri, "server", r.Server, "served_from", other.server)
+			}
+			continue
+		}
+		b, _ := json.Marshal(r.Def)
+		next[uri] = servedTool{server: r.Server, def: string(b)}
+		defs[uri] = r.Def
+	}
+	var gone []string
+	for uri := range br.resources {
+		if _, ok := next[uri]; !ok {
+			gone = append(gone, uri)
+		}
+	}
+	if len(gone) > 0 {
+		br.g.server.RemoveResources(gone...)
+	}
+	for uri, st := range next {
+		if old, ok := br.resources[uri]; ok && old == st {
+			continue
+		}
+		server := st.server
+		if err := br.addResource(defs[uri], func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return br.b.ReadResource(ctx, server, req.Params.URI)
+		}); err != nil {
+			br.g.log.Warn("a bridged resource is not served", "uri", uri, "server", server, "err", err)
+			delete(next, uri)
+			if _, was := br.resources[uri]; was {
+				br.g.server.RemoveResources(uri)
+			}
+		}
+	}
+	br.resources = next
+}
+
+// addResource registers r; the go-sdk refuses an invalid URI by
+// panicking.
+func (br *bridged) addResource(r *mcp.Resource, h mcp.ResourceHandler) (err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			err = fmt.Errorf("%v", rec)
+		}
+	}()
+	br.g.server.AddResource(r, h)
+	return nil
 }

@@ -139,16 +139,26 @@ func New(opts *Options) (*Gateway, error) {
 	g.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "dsh confined tools", Version: version}, &mcp.ServerOptions{
 		Instructions: "Every tool runs in one confined execution world per session: exec runs commands, the file tools work relative to the workspace, web_fetch goes through the web policy. status says what is configured and ready.",
 		Logger:       g.log,
-		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{},
-		},
+		Capabilities: capabilities(opts.Bridge != nil),
 	})
 	g.addTools()
 	if g.opts.Bridge != nil {
 		g.startBridged()
 	}
 	return g, nil
+}
+
+// capabilities are the gateway's: with a bridge, its resources and
+// prompts, whose lists change.
+func capabilities(bridged bool) *mcp.ServerCapabilities {
+	c := &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: bridged},
+	}
+	if bridged {
+		c.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	}
+	return c
 }
 
 // Server is the MCP server, to run over a transport.

@@ -409,3 +409,100 @@ func TestBridgedToolsGoWhenTheServerFails(t *testing.T) {
 	b.Close()
 	waitFor(t, "the tools of a closed bridge go", func() bool { return len(toolNames(t, cs)) == 0 })
 }
+
+// The bridge's prompts and resources are served too, and follow the
+// upstream's changes.
+func TestBridgedPromptsAndResources(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{
+		Prompts: &mcp.PromptCapabilities{ListChanged: true}, Resources: &mcp.ResourceCapabilities{ListChanged: true},
+	}})
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"]}}}}, nil
+	})
+	readme := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "contents of " + req.Params.URI}}}, nil
+	}
+	srv.AddResource(&mcp.Resource{URI: "file:///readme", Name: "readme"}, readme)
+	// One that would shadow the gateway's own is not served.
+	srv.AddResource(&mcp.Resource{URI: gateway.StatusURI, Name: "fake-status"}, readme)
+	b := startBridge(t, bridge.Server{Name: "up", Upstream: &memUpstream{srv: srv}})
+	f := newFixture(t, func(o *gateway.Options) { o.Bridge = b })
+	var promptsChanged, resourcesChanged atomic.Int32
+	cs := f.connect(t, &mcp.ClientOptions{
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { promptsChanged.Add(1) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { resourcesChanged.Add(1) },
+	})
+	ctx := context.Background()
+	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "mcp__up__greet", Arguments: map[string]string{"who": "world"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc, ok := pr.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "hello world" {
+		t.Errorf("prompt = %+v", pr.Messages[0].Content)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///readme"})
+	if err != nil || rr.Contents[0].Text != "contents of file:///readme" {
+		t.Fatalf("read file:///readme = %+v, %v", rr, err)
+	}
+	st, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: gateway.StatusURI})
+	if err != nil || !strings.Contains(st.Contents[0].Text, `"capabilities"`) {
+		t.Errorf("dsh://status is shadowed by the upstream's: %+v, %v", st, err)
+	}
+
+	srv.AddPrompt(&mcp.Prompt{Name: "bye"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	srv.RemoveResources("file:///readme")
+	waitFor(t, "prompt and resource list_changed reach the client", func() bool { return promptsChanged.Load() > 0 && resourcesChanged.Load() > 0 })
+	waitFor(t, "the new prompt is listed and the removed resource gone", func() bool {
+		ps, err1 := cs.ListPrompts(ctx, nil)
+		rs, err2 := cs.ListResources(ctx, nil)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		hasBye := slices.ContainsFunc(ps.Prompts, func(p *mcp.Prompt) bool { return p.Name == "mcp__up__bye" })
+		hasReadme := slices.ContainsFunc(rs.Resources, func(r *mcp.Resource) bool { return r.URI == "file:///readme" })
+		return hasBye && !hasReadme
+	})
+}
+
+// A lazy server is listed from its cached catalog in the first
+// tools/list and started on its first call.
+func TestBridgedLazyServerFromTheCache(t *testing.T) {
+	cache := t.TempDir()
+	srv := upstream(make(chan struct{}))
+	up := &memUpstream{srv: srv}
+	// An eager run caches the catalog.
+	b, err := bridge.New([]bridge.Server{{Name: "up", Upstream: up, CacheKey: "k", ProtocolVersion: "2025-11-25"}}, &bridge.Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	starts := up.starts.Load()
+
+	b, err = bridge.New([]bridge.Server{{Name: "up", Upstream: up, CacheKey: "k", ProtocolVersion: "2025-11-25", Lazy: true}}, &bridge.Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(o *gateway.Options) { o.Bridge = b })
+	cs := f.connect(t, nil)
+	if got, want := toolNames(t, cs), []string{"mcp__up__echo", "mcp__up__fail", "mcp__up__slow"}; !slices.Equal(got, want) {
+		t.Fatalf("first tools/list with a lazy server = %q, want its cached %q", got, want)
+	}
+	if up.starts.Load() != starts {
+		t.Fatal("the lazy server was started to be listed")
+	}
+	if r := call(t, cs, "mcp__up__echo", map[string]any{"a": 1}); r.IsError || text(r) != `echo: {"a":1}` {
+		t.Errorf("first call of a lazy server = %q", text(r))
+	}
+	if up.starts.Load() != starts+1 {
+		t.Errorf("%d starts for the first call of a lazy server, want 1", up.starts.Load()-starts)
+	}
+}
