@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/mcp/gateway"
 )
 
@@ -123,6 +125,49 @@ func TestServeBridgedMCPServer(t *testing.T) {
 	}
 }
 
+// Over Streamable HTTP the bridge is shared by every session: a tool
+// change of the server, made through one session, reaches both.
+func TestServeHTTPBridgedListChangedReachesEverySession(t *testing.T) {
+	requireNativeServe(t)
+	server := serverCopy(t)
+	ws := t.TempDir()
+	cfgFile := filepath.Join(t.TempDir(), "dsh.yaml")
+	if err := os.WriteFile(cfgFile, []byte("mcp:\n  servers:\n    - name: grow\n      command: "+strconv.Quote(server)+"\n      env: [\""+serveTestServerEnv+"=1\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url, _ := startServeHTTP(t, ws, nil, "--config", cfgFile)
+	var changed [2]atomic.Int32
+	var sessions [2]*mcp.ClientSession
+	for i := range sessions {
+		c := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed[i].Add(1) },
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: http.DefaultClient}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		sessions[i] = cs
+		if names := listToolNames(t, cs); !slices.Contains(names, "mcp__grow__grow") {
+			t.Fatalf("session %d: the first tools/list lacks mcp__grow__grow: %q", i, names)
+		}
+	}
+	if r := callTool(t, sessions[0], "mcp__grow__grow", nil); r.IsError {
+		t.Fatalf("mcp__grow__grow: %s", resultText(r))
+	}
+	for i, cs := range sessions {
+		waitUntil(t, "list_changed reaches session "+strconv.Itoa(i), 20*time.Second, func() bool { return changed[i].Load() > 0 })
+		if !slices.Contains(listToolNames(t, cs), "mcp__grow__grown") {
+			t.Errorf("session %d does not list mcp__grow__grown after list_changed", i)
+		}
+	}
+	if r := callTool(t, sessions[1], "mcp__grow__grown", nil); r.IsError {
+		t.Errorf("mcp__grow__grown from the other session: %s", resultText(r))
+	}
+}
+
 // dsh serve's lsp tool answers with gopls running in the session's
 // native world.
 func TestServeLSPWithGopls(t *testing.T) {
@@ -180,5 +225,32 @@ func TestServeLSPWithGopls(t *testing.T) {
 	}
 	if left := nativeState(pid); len(left) > 0 {
 		t.Errorf("closing the session left %v (gopls's world)", left)
+	}
+}
+
+// Under dsh serve a bridged server's world.workspace is the served
+// workspace, not dsh serve's current directory: rw and ro see it, none
+// has it masked.
+func TestMCPWorldPlanInServedWorkspace(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	served := t.TempDir()
+	cfg := config.Default()
+	s := config.MCPServer{Name: "fs", Command: "srv", World: config.MCPWorld{Workspace: "rw"}}
+	plan, dir, err := mcpWorldPlanIn(&cfg, s, served)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir != "" || plan.spec.Workspace != served {
+		t.Errorf("workspace rw under dsh serve: %q, want the served %s (not the current directory %s)", plan.spec.Workspace, served, cwd)
+	}
+	s.World.Workspace = "none"
+	plan, dir, err = mcpWorldPlanIn(&cfg, s, served)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if plan.spec.Workspace != dir || !slices.Contains(plan.spec.Masks, served) {
+		t.Errorf("workspace none under dsh serve: workspace %q, masks %q; want an empty one and %s masked", plan.spec.Workspace, plan.spec.Masks, served)
 	}
 }
