@@ -209,7 +209,11 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	br, closeBridge, err := serveBridge(cmd.Context(), cfg, plan.spec.Workspace, stderr, proxyAudit)
+	// A signal while the bridge's servers start stops the wait: they are
+	// closed, not left behind.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	br, closeBridge, err := serveBridge(ctx, cfg, plan.spec.Workspace, stderr, proxyAudit)
 	if err != nil {
 		return err
 	}
@@ -234,8 +238,6 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	metrics.register(g)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	if s.http == "" {
 		return serveStdio(ctx, g, s, stderr)
 	}
