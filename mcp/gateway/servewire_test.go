@@ -482,6 +482,8 @@ func TestBridgedLazyServerFromTheCache(t *testing.T) {
 	}
 	b.Close()
 	starts := up.starts.Load()
+	// The live catalog will differ from the cached one.
+	addTool(srv, "extra")
 
 	b, err = bridge.New([]bridge.Server{{Name: "up", Upstream: up, CacheKey: "k", ProtocolVersion: "2025-11-25", Lazy: true}}, &bridge.Options{CacheDir: cache})
 	if err != nil {
@@ -504,5 +506,12 @@ func TestBridgedLazyServerFromTheCache(t *testing.T) {
 	}
 	if up.starts.Load() != starts+1 {
 		t.Errorf("%d starts for the first call of a lazy server, want 1", up.starts.Load()-starts)
+	}
+	// The live tools replace the cached ones (clients are told), and
+	// status reports the drift.
+	waitFor(t, "the live tool is listed", func() bool { return slices.Contains(toolNames(t, cs), "mcp__up__extra") })
+	st := structured[gateway.StatusOutput](t, call(t, cs, "status", nil))
+	if len(st.MCPServers) != 1 || len(st.MCPServers[0].Drift) == 0 || !strings.Contains(strings.Join(st.MCPServers[0].Drift, " "), "extra") {
+		t.Errorf("status of a server whose live tools differ from its cache: %+v", st.MCPServers)
 	}
 }

@@ -72,6 +72,9 @@ type MCPServerState struct {
 	Tools  int    `json:"tools"`
 	World  string `json:"world,omitempty" jsonschema:"the ID of the server's own world"`
 	Cached bool   `json:"cached,omitempty" jsonschema:"its tools are listed from the catalog cache, not yet confirmed by the server"`
+	// Drift is how the live tools differed from the cached catalog
+	// offered before the server was up.
+	Drift []string `json:"drift,omitempty" jsonschema:"how the server's live tools differed from its cached catalog (clients were sent list_changed)"`
 }
 
 // StatusURI is the status resource.
@@ -193,7 +196,7 @@ func (g *Gateway) bridgeStatus(st *StatusOutput) Capability {
 	c.Configured, c.Visible = true, true
 	var notReady []string
 	for _, s := range g.opts.Bridge.Status() {
-		st.MCPServers = append(st.MCPServers, MCPServerState{Name: s.Name, State: s.State, Reason: s.Reason, Tools: len(s.Tools), World: s.World, Cached: s.Cached})
+		st.MCPServers = append(st.MCPServers, MCPServerState{Name: s.Name, State: s.State, Reason: s.Reason, Tools: len(s.Tools), World: s.World, Cached: s.Cached, Drift: s.Drift})
 		if s.State != "ready" && s.State != "idle" {
 			notReady = append(notReady, s.Name+" "+s.State)
 		}
@@ -241,6 +244,9 @@ func statusText(st *StatusOutput) string {
 		fmt.Fprintf(&b, "mcp server %s: %s, %d tool(s)", m.Name, m.State, m.Tools)
 		if m.Reason != "" {
 			fmt.Fprintf(&b, " (%s)", m.Reason)
+		}
+		if len(m.Drift) > 0 {
+			fmt.Fprintf(&b, "; live tools differ from the cached catalog: %s", strings.Join(m.Drift, "; "))
 		}
 		b.WriteString("\n")
 	}
