@@ -254,3 +254,47 @@ func TestMCPWorldPlanInServedWorkspace(t *testing.T) {
 		t.Errorf("workspace none under dsh serve: workspace %q, masks %q; want an empty one and %s masked", plan.spec.Workspace, plan.spec.Masks, served)
 	}
 }
+
+// procsOf lists the host pids of processes running the program path.
+func procsOf(path string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == path {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// A SIGKILLed dsh serve leaves no bridged server running, and the next
+// start reaps the worlds it had.
+func TestServeSIGKILLWithBridgeLeavesNothing(t *testing.T) {
+	requireNativeServe(t)
+	server := serverCopy(t)
+	ws := t.TempDir()
+	cfgFile := filepath.Join(t.TempDir(), "dsh.yaml")
+	if err := os.WriteFile(cfgFile, []byte("mcp:\n  servers:\n    - name: grow\n      command: "+strconv.Quote(server)+"\n      env: [\""+serveTestServerEnv+"=1\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, cmd, _ := startServeStdio(t, ws, "--config", cfgFile)
+	if r := callTool(t, cs, "mcp__grow__echo", nil); r.IsError {
+		t.Fatal(resultText(r))
+	}
+	pid := cmd.Process.Pid
+	if len(nativeState(pid)) == 0 || len(procsOf(server)) == 0 {
+		t.Fatalf("no bridged world (%v) or server process (%v) before the kill: the check would prove nothing", nativeState(pid), procsOf(server))
+	}
+	cmd.Process.Kill()
+	cmd.wait(10 * time.Second)
+	waitUntil(t, "the bridged server ends with the killed dsh serve", 20*time.Second, func() bool { return len(procsOf(server)) == 0 })
+	cs2, _, _ := startServeStdio(t, ws)
+	callTool(t, cs2, "status", nil)
+	if left := nativeState(pid); len(left) > 0 {
+		t.Errorf("the killed dsh serve's bridged worlds survive the next start: %v", left)
+	}
+}
