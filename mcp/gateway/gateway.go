@@ -137,7 +137,7 @@ func New(opts *Options) (*Gateway, error) {
 		version = "dev"
 	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "dsh confined tools", Version: version}, &mcp.ServerOptions{
-		Instructions: "Every tool runs in one confined execution world per session: exec runs commands, the file tools work relative to the workspace, web_fetch goes through the web policy. status says what is configured and ready.",
+		Instructions: instructions(opts.Bridge != nil),
 		Logger:       g.log,
 		Capabilities: capabilities(opts.Bridge != nil),
 	})
@@ -146,6 +146,14 @@ func New(opts *Options) (*Gateway, error) {
 		g.startBridged()
 	}
 	return g, nil
+}
+
+func instructions(bridged bool) string {
+	s := "Every tool runs in one confined execution world per session: exec runs commands, the file tools work relative to the workspace, web_fetch goes through the web policy, lsp asks language servers running in the world."
+	if bridged {
+		s += " The mcp__<server>__<tool> tools are third-party MCP servers', each server confined in a world of its own."
+	}
+	return s + " status says what is configured and ready."
 }
 
 // capabilities are the gateway's: with a bridge, its resources and
