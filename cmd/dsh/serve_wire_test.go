@@ -298,3 +298,23 @@ func TestServeSIGKILLWithBridgeLeavesNothing(t *testing.T) {
 		t.Errorf("the killed dsh serve's bridged worlds survive the next start: %v", left)
 	}
 }
+
+// A server no one here wrote (the npm server-everything) through dsh
+// serve: its tools in the first tools/list, a call answered.
+func TestServeBridgesServerEverything(t *testing.T) {
+	script := npmPeer(t, "server-everything", "dist/index.js")
+	requireNativeServe(t)
+	ws := t.TempDir()
+	cfgFile := filepath.Join(t.TempDir(), "dsh.yaml")
+	if err := os.WriteFile(cfgFile, []byte("mcp:\n  servers:\n    - name: everything\n      command: node\n      args: ["+strconv.Quote(script)+", stdio]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, _, stderr := startServeStdio(t, ws, "--config", cfgFile)
+	if names := listToolNames(t, cs); !slices.Contains(names, "mcp__everything__get-sum") {
+		t.Fatalf("the first tools/list lacks mcp__everything__get-sum: %q\n%s", names, stderr)
+	}
+	r := callTool(t, cs, "mcp__everything__get-sum", map[string]any{"a": 2, "b": 3})
+	if r.IsError || resultText(r) != "The sum of 2 and 3 is 5." {
+		t.Errorf("mcp__everything__get-sum = %v, %q", r.IsError, resultText(r))
+	}
+}
