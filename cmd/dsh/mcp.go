@@ -86,6 +86,14 @@ It exits 1 when the tool reports an error (isError) or the call fails, with
 // others are made lazy. The returned cleanup removes what the worlds
 // needed (empty workspaces) once the bridge is closed.
 func mcpServers(cfg *config.Config, start func(name string) bool, warn, audit io.Writer) ([]bridge.Server, func(), error) {
+	return mcpServersIn(cfg, "", start, warn, audit)
+}
+
+// mcpServersIn is mcpServers for a workspace of its own (dsh serve's
+// --workspace) rather than the current directory: the directory a
+// server with workspace ro or rw sees, and the one masked from a server
+// with none.
+func mcpServersIn(cfg *config.Config, workspace string, start func(name string) bool, warn, audit io.Writer) ([]bridge.Server, func(), error) {
 	var out []bridge.Server
 	var dirs []string
 	cleanup := func() {
@@ -125,7 +133,7 @@ func mcpServers(cfg *config.Config, start func(name string) bool, warn, audit io
 			}
 			env = append(env, k+"="+val)
 		}
-		plan, dir, err := mcpWorldPlan(cfg, s)
+		plan, dir, err := mcpWorldPlanIn(cfg, s, workspace)
 		if err != nil {
 			cleanup()
 			return nil, nil, fmt.Errorf("%s (%s): the server's world: %w", key, s.Name, err)
@@ -160,6 +168,12 @@ func mcpServers(cfg *config.Config, start func(name string) bool, warn, audit io
 // server's allow entries, and its workspace: the current directory
 // (rw), or an empty directory of its own (none), returned for removal.
 func mcpWorldPlan(cfg *config.Config, s config.MCPServer) (*worldPlan, string, error) {
+	return mcpWorldPlanIn(cfg, s, "")
+}
+
+// mcpWorldPlanIn is mcpWorldPlan with workspace ("" the current
+// directory) as the workspace of ro and rw and the one masked for none.
+func mcpWorldPlanIn(cfg *config.Config, s config.MCPServer, workspace string) (*worldPlan, string, error) {
 	c := *cfg
 	w := s.World
 	if w.Driver != "" {
@@ -182,9 +196,10 @@ func mcpWorldPlan(cfg *config.Config, s config.MCPServer) (*worldPlan, string, e
 	var dir string
 	switch w.Workspace {
 	case "rw", "ro":
-		// The current directory, as dsh run's default workspace, read-write
-		// or read-only.
+		// The current directory, as dsh run's default workspace (or the
+		// one given), read-write or read-only.
 		c.Sandbox.Workspace.Mode = w.Workspace
+		o.Workspace = workspace
 	case "", "none":
 		d, err := os.MkdirTemp("/var/tmp", "dsh-mcp-"+s.Name+"-")
 		if err != nil {
@@ -199,7 +214,11 @@ func mcpWorldPlan(cfg *config.Config, s config.MCPServer) (*worldPlan, string, e
 		dir, o.Workspace = d, d
 		// A native world shows the host root read-only: the workspace
 		// the server must not see is masked there, by the kernel's mount.
-		if wd, err := os.Getwd(); err == nil {
+		wd := workspace
+		if wd == "" {
+			wd, _ = os.Getwd()
+		}
+		if wd != "" {
 			if _, err := sandbox.CheckWorkspace(wd, false); err == nil {
 				c.Sandbox.Masks = append(slices.Clone(c.Sandbox.Masks), wd)
 			}

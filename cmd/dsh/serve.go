@@ -45,8 +45,20 @@ func newServeCmd() *cobra.Command {
 		Short: "Serve confined tools over MCP (stdio, or Streamable HTTP with --http)",
 		Long: `Serve dsh's confined tools to an MCP client (Claude Code, Codex, Cursor, the
 MCP Inspector, a script): exec, read_file, write_file, edit_file, list_dir,
-web_fetch, web_search and status, each with typed input and output schemas
-and read-only / destructive / open-world annotations.
+web_fetch, web_search, lsp and status, each with typed input and output
+schemas and read-only / destructive / open-world annotations.
+
+lsp asks a language server (the presets and lsp.servers), run inside the
+session's world, for a symbol's definition, references, implementations or
+hover text, within 60 s.
+
+The tools of the MCP servers of mcp.servers are offered too, as
+mcp__<server>__<tool>: one bridge for all sessions, each server in a world
+of its own (as dsh mcp runs it). dsh serve waits for the eager servers (each
+at most its startup_timeout) before it answers, so the first tools/list has
+their tools; a lazy server is listed from its cached catalog and started on
+its first call. When a server's tools change, connected clients get
+notifications/tools/list_changed.
 
 Every MCP session gets its own execution world over the workspace, opened
 on the first tool call that needs it and closed when the session ends,
@@ -193,6 +205,19 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	reapOnce(cmd.Context(), backend, stderr)
 	plan.net, plan.audit = webPolicy, proxyAudit
 	open := func(ctx context.Context) (*execworld.World, error) { return openWorldOn(ctx, backend, plan) }
+	lspFactory, err := serveLSP(cfg)
+	if err != nil {
+		return err
+	}
+	// A signal while the bridge's servers start stops the wait: they are
+	// closed, not left behind.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	br, closeBridge, err := serveBridge(ctx, cfg, plan.spec.Workspace, stderr, proxyAudit)
+	if err != nil {
+		return err
+	}
+	defer closeBridge()
 	metrics := newServeMetrics()
 	g, err := gateway.New(&gateway.Options{
 		Open:           open,
@@ -205,14 +230,14 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		IdleTimeout:    s.idle,
 		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Observe:        metrics.observe,
+		LSP:            lspFactory,
+		Bridge:         br,
 	})
 	if err != nil {
 		return err
 	}
 	metrics.register(g)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	if s.http == "" {
 		return serveStdio(ctx, g, s, stderr)
 	}

@@ -46,6 +46,12 @@ func serveEnv(t *testing.T) []string {
 // stdin and stdout; the test owns the process (cmd.Wait is its own).
 func startServeStdio(t *testing.T, ws string, args ...string) (*mcp.ClientSession, *servedProc, *lockedBuffer) {
 	t.Helper()
+	return startServeStdioWith(t, nil, ws, args...)
+}
+
+// startServeStdioWith is startServeStdio with the client's options.
+func startServeStdioWith(t *testing.T, copts *mcp.ClientOptions, ws string, args ...string) (*mcp.ClientSession, *servedProc, *lockedBuffer) {
+	t.Helper()
 	cmd := exec.Command(staticDsh(t), append([]string{"serve", "--workspace", ws}, args...)...)
 	cmd.Env = serveEnv(t)
 	stderr := &lockedBuffer{}
@@ -77,7 +83,7 @@ func startServeStdio(t *testing.T, ws string, args ...string) (*mcp.ClientSessio
 			<-p.done
 		}
 	})
-	c := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, copts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: out, Writer: in}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -226,7 +232,7 @@ func TestServeStdio(t *testing.T) {
 	ws := t.TempDir()
 	cs, cmd, stderr := startServeStdio(t, ws)
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 8 {
+	if err != nil || len(tools.Tools) != 9 {
 		t.Fatalf("tools/list: %v, %d tools", err, len(tools.Tools))
 	}
 	checkConfinedSession(t, cs, ws)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/mcp/bridge"
 	"github.com/dsh-dev/dsh/web"
 )
 
@@ -74,6 +75,17 @@ type Options struct {
 	// tool, its status (ok, tool_error, canceled) and its duration
 	// (metrics).
 	Observe func(tool, status string, d time.Duration)
+	// LSP, if set, offers the lsp tool: it makes the LSP client of a
+	// session's world (one per world, made on the first lsp call and
+	// closed before the world).
+	LSP LSPFactory
+	// LSPTimeout is the lsp tool's budget. If zero, DefaultLSPTimeout.
+	LSPTimeout time.Duration
+	// Bridge, if set, offers the tools of its MCP servers (mcp__*),
+	// shared by every session: the caller starts it before New, so that
+	// the first tools/list has them, and closes it after Close. Changes
+	// of its tool set reach connected clients as list_changed.
+	Bridge *bridge.Bridge
 }
 
 // Gateway is the MCP server of dsh serve. Its Server may be run over any
@@ -90,6 +102,8 @@ type Gateway struct {
 	// closeDone is closed when the first close has finished.
 	closeDone chan struct{}
 	inflight  sync.WaitGroup
+
+	bridged *bridged // the bridge's tools as served, nil without one
 }
 
 // New builds a gateway with its native tools.
@@ -107,6 +121,9 @@ func New(opts *Options) (*Gateway, error) {
 	if g.opts.MaxReadBytes <= 0 {
 		g.opts.MaxReadBytes = DefaultMaxReadBytes
 	}
+	if g.opts.LSPTimeout <= 0 {
+		g.opts.LSPTimeout = DefaultLSPTimeout
+	}
 	if g.opts.SpillDir == "" {
 		g.opts.SpillDir = os.TempDir()
 	}
@@ -120,15 +137,36 @@ func New(opts *Options) (*Gateway, error) {
 		version = "dev"
 	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "dsh confined tools", Version: version}, &mcp.ServerOptions{
-		Instructions: "Every tool runs in one confined execution world per session: exec runs commands, the file tools work relative to the workspace, web_fetch goes through the web policy. status says what is configured and ready.",
+		Instructions: instructions(opts.Bridge != nil),
 		Logger:       g.log,
-		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{},
-		},
+		Capabilities: capabilities(opts.Bridge != nil),
 	})
 	g.addTools()
+	if g.opts.Bridge != nil {
+		g.startBridged()
+	}
 	return g, nil
+}
+
+func instructions(bridged bool) string {
+	s := "Every tool runs in one confined execution world per session: exec runs commands, the file tools work relative to the workspace, web_fetch goes through the web policy, lsp asks language servers running in the world."
+	if bridged {
+		s += " The mcp__<server>__<tool> tools are third-party MCP servers', each server confined in a world of its own."
+	}
+	return s + " status says what is configured and ready."
+}
+
+// capabilities are the gateway's: with a bridge, its resources and
+// prompts, whose lists change.
+func capabilities(bridged bool) *mcp.ServerCapabilities {
+	c := &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: bridged},
+	}
+	if bridged {
+		c.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	}
+	return c
 }
 
 // Server is the MCP server, to run over a transport.
@@ -144,6 +182,9 @@ func (g *Gateway) Close() error {
 		ss = append(ss, s)
 	}
 	g.mu.Unlock()
+	if g.bridged != nil {
+		g.bridged.stop()
+	}
 	var errs []error
 	for _, s := range ss {
 		if err := s.close(); err != nil {
@@ -242,7 +283,8 @@ type session struct {
 
 	mu     sync.Mutex // guards the fields below
 	world  *execworld.World
-	spill  string // the world's private spill directory
+	lsp    LSPClient // the world's language servers, nil until an lsp call
+	spill  string    // the world's private spill directory
 	closed bool
 	// closeDone is closed when the first close has finished.
 	closeDone chan struct{}
@@ -285,11 +327,11 @@ func (s *session) closeIdle(w *execworld.World) {
 		return
 	}
 	s.world, s.shell = nil, ""
-	spill := s.spill
-	s.spill = ""
+	spill, lc := s.spill, s.lsp
+	s.spill, s.lsp = "", nil
 	s.mu.Unlock()
 	s.g.log.Info("closing an idle world", "session", s.id, "world", w.ID)
-	closeWorld(w, spill)
+	closeWorld(w, spill, lc)
 }
 
 // getWorld returns the session's world, opening it on first use.
@@ -318,7 +360,7 @@ func (s *session) getWorld(ctx context.Context) (*execworld.World, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		closeWorld(w, spill)
+		closeWorld(w, spill, nil)
 		return nil, errClosed
 	}
 	s.world, s.spill = w, spill
@@ -366,8 +408,8 @@ func (s *session) close() error {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
-	w, spill := s.world, s.spill
-	s.world, s.spill = nil, ""
+	w, spill, lc := s.world, s.spill, s.lsp
+	s.world, s.spill, s.lsp = nil, "", nil
 	s.mu.Unlock()
 	// A world being opened right now is closed by getWorld, which sees
 	// closed; wait for it so Close returns with nothing left.
@@ -376,14 +418,22 @@ func (s *session) close() error {
 	if w == nil {
 		return nil
 	}
-	return closeWorld(w, spill)
+	return closeWorld(w, spill, lc)
 }
 
-func closeWorld(w *execworld.World, spill string) error {
+// closeWorld closes w, its language servers first (they run in it).
+func closeWorld(w *execworld.World, spill string, lc LSPClient) error {
+	var lerr error
+	if lc != nil {
+		if e := lc.Close(); e != nil && !errors.Is(e, execworld.ErrClosed) {
+			lerr = fmt.Errorf("closing the language servers of world %s: %w", w.ID, e)
+		}
+	}
 	err := w.Close()
 	if errors.Is(err, execworld.ErrClosed) {
 		err = nil
 	}
+	err = errors.Join(lerr, err)
 	if spill != "" {
 		if rerr := os.RemoveAll(spill); rerr != nil {
 			err = errors.Join(err, rerr)

@@ -497,7 +497,7 @@ func TestStatusResource(t *testing.T) {
 	for _, c := range st.Capabilities {
 		caps[c.Name] = c
 	}
-	if !caps["exec"].Exists || caps["lsp"].Exists || caps["lsp"].Reason == "" || caps["web_search"].Ready || caps["web_search"].Reason == "" {
+	if !caps["exec"].Exists || !caps["lsp"].Exists || caps["lsp"].Configured || caps["lsp"].Reason == "" || caps["mcp_bridge"].Configured || caps["web_search"].Ready || caps["web_search"].Reason == "" {
 		t.Errorf("capabilities = %+v", st.Capabilities)
 	}
 	if st.Confinement.Driver != "fake" || st.Confinement.Egress != "deny" {

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-dev/dsh/lsp"
 )
 
 // Confinement is what the worlds of a gateway really have, as the
@@ -44,6 +47,34 @@ type StatusOutput struct {
 	World        string       `json:"world,omitempty" jsonschema:"the ID of this session's world, empty until a tool opens it"`
 	Capabilities []Capability `json:"capabilities"`
 	Confinement  Confinement  `json:"confinement"`
+	// LSP are the language servers of this session's world, once it is
+	// open.
+	LSP []LSPServerState `json:"lsp,omitempty" jsonschema:"the language servers of this session's world (listed once the world is open)"`
+	// MCPServers are the bridged MCP servers, shared by every session.
+	MCPServers []MCPServerState `json:"mcp_servers,omitempty" jsonschema:"the bridged MCP servers, each confined in its own world"`
+}
+
+// LSPServerState is one language server of a session's world.
+type LSPServerState struct {
+	ID         string   `json:"id"`
+	Command    string   `json:"command"`
+	Extensions []string `json:"extensions"`
+	State      string   `json:"state" jsonschema:"configured (its command not found in the world), resolvable, starting, indexing, ready or failed"`
+	Resolved   string   `json:"resolved,omitempty" jsonschema:"where the command resolves in the world"`
+	Why        string   `json:"why,omitempty"`
+}
+
+// MCPServerState is one bridged MCP server.
+type MCPServerState struct {
+	Name   string `json:"name"`
+	State  string `json:"state" jsonschema:"idle (lazy, not started), connecting, ready, reconnecting or failed"`
+	Reason string `json:"reason,omitempty"`
+	Tools  int    `json:"tools"`
+	World  string `json:"world,omitempty" jsonschema:"the ID of the server's own world"`
+	Cached bool   `json:"cached,omitempty" jsonschema:"its tools are listed from the catalog cache, not yet confirmed by the server"`
+	// Drift is how the live tools differed from the cached catalog
+	// offered before the server was up.
+	Drift []string `json:"drift,omitempty" jsonschema:"how the server's live tools differed from its cached catalog (clients were sent list_changed)"`
 }
 
 // StatusURI is the status resource.
@@ -56,7 +87,7 @@ func (g *Gateway) addStatus() {
 		Description: "Report, per capability, whether it exists, is configured, visible and ready (with the reason), and the confinement of this session's world: driver, limits, egress default, masks.",
 		Annotations: &mcp.ToolAnnotations{Title: "status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}, func(ctx context.Context, c *call, _ struct{}) (string, StatusOutput, error) {
-		st := g.status(c.s)
+		st := g.status(ctx, c.s)
 		c.wid = st.World
 		return statusText(&st), st, nil
 	})
@@ -68,7 +99,7 @@ func (g *Gateway) addStatus() {
 		if err != nil {
 			return nil, err
 		}
-		st := g.status(s)
+		st := g.status(ctx, s)
 		b, err := json.MarshalIndent(st, "", "  ")
 		if err != nil {
 			return nil, err
@@ -77,7 +108,7 @@ func (g *Gateway) addStatus() {
 	})
 }
 
-func (g *Gateway) status(s *session) StatusOutput {
+func (g *Gateway) status(ctx context.Context, s *session) StatusOutput {
 	st := StatusOutput{Session: s.id, World: s.worldID(), Confinement: g.opts.Confinement}
 	if st.Confinement.Masks == nil {
 		st.Confinement.Masks = []string{}
@@ -112,10 +143,69 @@ func (g *Gateway) status(s *session) StatusOutput {
 		}
 	}
 	st.Capabilities = append(st.Capabilities, search)
-	for _, name := range []string{"lsp", "mcp_bridge", "skills"} {
-		st.Capabilities = append(st.Capabilities, Capability{Name: name, Reason: "not built into this dsh yet"})
-	}
+	st.Capabilities = append(st.Capabilities, g.lspStatus(ctx, s, &st), g.bridgeStatus(&st))
+	st.Capabilities = append(st.Capabilities, Capability{Name: "skills", Reason: "not built into this dsh yet"})
 	return st
+}
+
+// lspStatus is the lsp capability; with the session's world open, each
+// language server's state in it (st.LSP). It opens no world.
+func (g *Gateway) lspStatus(ctx context.Context, s *session, st *StatusOutput) Capability {
+	c := Capability{Name: "lsp", Exists: true}
+	if g.opts.LSP == nil {
+		c.Reason = "no language servers are configured for dsh serve"
+		return c
+	}
+	c.Configured, c.Visible = true, true
+	w, _ := s.currentLSP()
+	if w == nil {
+		c.Reason = "the language servers start in this session's world on the first lsp call"
+		return c
+	}
+	lc, err := s.lspClient(w)
+	if err != nil {
+		c.Reason = err.Error()
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var usable []string
+	for _, ss := range lc.Status(ctx) {
+		st.LSP = append(st.LSP, LSPServerState{ID: ss.ID, Command: ss.Command, Extensions: ss.Extensions, State: ss.State.String(), Resolved: ss.Resolved, Why: ss.Why})
+		if ss.State != lsp.StateConfigured && ss.State != lsp.StateFailed {
+			usable = append(usable, ss.ID)
+		}
+	}
+	if len(usable) > 0 {
+		c.Ready = true
+		c.Reason = "usable in this world: " + strings.Join(usable, ", ")
+	} else {
+		c.Reason = "no configured language server's command resolves in this world (see lsp)"
+	}
+	return c
+}
+
+// bridgeStatus is the mcp_bridge capability and its servers' states
+// (st.MCPServers).
+func (g *Gateway) bridgeStatus(st *StatusOutput) Capability {
+	c := Capability{Name: "mcp_bridge", Exists: true}
+	if g.opts.Bridge == nil {
+		c.Reason = "no MCP servers are configured (mcp.servers)"
+		return c
+	}
+	c.Configured, c.Visible = true, true
+	var notReady []string
+	for _, s := range g.opts.Bridge.Status() {
+		st.MCPServers = append(st.MCPServers, MCPServerState{Name: s.Name, State: s.State, Reason: s.Reason, Tools: len(s.Tools), World: s.World, Cached: s.Cached, Drift: s.Drift})
+		if s.State != "ready" && s.State != "idle" {
+			notReady = append(notReady, s.Name+" "+s.State)
+		}
+	}
+	c.Ready = len(notReady) == 0
+	if !c.Ready {
+		c.Reason = "not ready: " + strings.Join(notReady, ", ") + " (see mcp_servers)"
+	}
+	return c
 }
 
 func statusText(st *StatusOutput) string {
@@ -143,6 +233,23 @@ func statusText(st *StatusOutput) string {
 		}
 		b.WriteString("\n")
 	}
+	for _, l := range st.LSP {
+		fmt.Fprintf(&b, "lsp server %s (%s): %s", l.ID, strings.Join(l.Extensions, " "), l.State)
+		if l.Why != "" {
+			fmt.Fprintf(&b, " (%s)", l.Why)
+		}
+		b.WriteString("\n")
+	}
+	for _, m := range st.MCPServers {
+		fmt.Fprintf(&b, "mcp server %s: %s, %d tool(s)", m.Name, m.State, m.Tools)
+		if m.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", m.Reason)
+		}
+		if len(m.Drift) > 0 {
+			fmt.Fprintf(&b, "; live tools differ from the cached catalog: %s", strings.Join(m.Drift, "; "))
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 
@@ -157,5 +264,6 @@ func (g *Gateway) addTools() {
 	g.addExec()
 	g.addFiles()
 	g.addWeb()
+	g.addLSP()
 	g.addStatus()
 }
