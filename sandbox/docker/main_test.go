@@ -2,12 +2,8 @@ package docker
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,43 +21,14 @@ const (
 	fixtureImage = "dsh/fixture:latest"
 )
 
-// The static dsh binary every world runs as its init, built once per test
-// binary (CGO_ENABLED=0) the first time a test needs it.
-var dshBin struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if dshBin.dir != "" {
-		os.RemoveAll(dshBin.dir)
-	}
+	testenv.RemoveStaticDsh()
 	os.Exit(code)
 }
 
 // initBinary returns the path of a static dsh binary built from ./cmd/dsh.
-func initBinary(t testing.TB) string {
-	t.Helper()
-	dshBin.once.Do(func() {
-		dshBin.dir, dshBin.err = os.MkdirTemp("", "dsh-docker-test-")
-		if dshBin.err != nil {
-			return
-		}
-		dshBin.path = filepath.Join(dshBin.dir, "dsh")
-		cmd := exec.Command("go", "build", "-o", dshBin.path, "github.com/dsh-dev/dsh/cmd/dsh")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			dshBin.err = fmt.Errorf("building the static dsh binary: %v\n%s", err, out)
-		}
-	})
-	if dshBin.err != nil {
-		t.Fatal(dshBin.err)
-	}
-	return dshBin.path
-}
+func initBinary(t testing.TB) string { return testenv.StaticDsh(t) }
 
 // requireImage fails the test when an image `make images` builds is absent.
 func requireImage(t testing.TB, cli *client.Client, image string) {

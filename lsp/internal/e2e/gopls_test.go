@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -246,32 +244,8 @@ func TestServerExitingAtStartNative(t *testing.T) {
 	}
 }
 
-// The static dsh binary a docker world runs as its init, built once.
-var dshBin struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-func initBinary(t *testing.T) string {
-	t.Helper()
-	dshBin.once.Do(func() {
-		dshBin.dir, dshBin.err = os.MkdirTemp("", "dsh-lsp-e2e-")
-		if dshBin.err != nil {
-			return
-		}
-		dshBin.path = filepath.Join(dshBin.dir, "dsh")
-		cmd := exec.Command("go", "build", "-o", dshBin.path, "github.com/dsh-dev/dsh/cmd/dsh")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			dshBin.err = fmt.Errorf("building the static dsh binary: %v\n%s", err, out)
-		}
-	})
-	if dshBin.err != nil {
-		t.Fatal(dshBin.err)
-	}
-	return dshBin.path
-}
+// initBinary is the static dsh binary a docker world runs as its init.
+func initBinary(t *testing.T) string { return testenv.StaticDsh(t) }
 
 // goImage is the image images/build.sh builds with Go and gopls.
 const goImage = "dsh/go:latest"

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
@@ -12,5 +13,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == native.InitArg {
 		os.Exit(native.InitMain())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testenv.RemoveStaticDsh()
+	os.Exit(code)
 }
