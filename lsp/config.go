@@ -108,6 +108,10 @@ type ServerConfig struct {
 	// Image is the docker driver's image for this server's language
 	// (dsh lsp --driver docker picks it when --image is not given).
 	Image string
+
+	// prepare, of a preset, is a command run in the world (with Env)
+	// before each start of the server.
+	prepare []string
 }
 
 func (c *ServerConfig) withDefaults() *ServerConfig {
@@ -247,7 +251,13 @@ func Presets() []ServerConfig {
 				"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 				"GOPROXY=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOTELEMETRY=off",
 				"GOCACHE=/tmp/dsh-gopls/cache", "GOPATH=/tmp/dsh-gopls/gopath",
+				"XDG_CONFIG_HOME=/tmp/dsh-gopls/config",
 			},
+			// gopls starts a copy of itself that watches it for crashes
+			// to report (Go telemetry, which GOTELEMETRY does not turn
+			// off), in a process group of its own that outlives the
+			// server's Close. The mode file "off" keeps it from starting.
+			prepare: []string{"sh", "-c", `mkdir -p "$XDG_CONFIG_HOME/go/telemetry" && echo off >"$XDG_CONFIG_HOME/go/telemetry/mode"`},
 			Image: "dsh/go:latest",
 		},
 		{

@@ -44,6 +44,15 @@ func startInstance(ctx context.Context, w *execworld.World, cfg *ServerConfig, d
 	if cfg.Readiness.Kind == ReadyLog {
 		in.logRE = regexp.MustCompile(cfg.Readiness.Pattern) // validated
 	}
+	if len(cfg.prepare) > 0 {
+		res, err := w.Exec.Run(ctx, &execworld.Cmd{Argv: cfg.prepare, Dir: dir, Env: cfg.Env})
+		if err == nil && res.ExitCode() != 0 {
+			err = fmt.Errorf("exit %d: %s", res.ExitCode(), res.Stderr.Data)
+		}
+		if err != nil {
+			return nil, errorf(CodeUnavailable, err, "preparing language server %s: %v", cfg.ID, err)
+		}
+	}
 	run, err := w.Exec.Start(ctx, &execworld.Cmd{
 		Argv:           append([]string{cfg.Command}, cfg.Args...),
 		Dir:            dir,

@@ -207,6 +207,11 @@ func testGopls(t *testing.T, g *goWorld) {
 		if pids == "" {
 			t.Fatal("no gopls runs in the world")
 		}
+		// One process: a second (gopls's crash-reporting copy of
+		// itself) is in a process group of its own and outlives Close.
+		if n := len(strings.Fields(pids)); n != 1 {
+			t.Errorf("%d gopls processes run (%s), want 1", n, pids)
+		}
 		if _, err := g.w.Exec.Run(context.Background(), &execworld.Cmd{Argv: append([]string{"sh", "-c", `kill -9 "$@"`, "sh"}, strings.Fields(pids)...)}); err != nil {
 			t.Fatal(err)
 		}
