@@ -68,8 +68,7 @@ func handOut(conn *net.UnixConn, l *streamListener) error {
 	if err != nil {
 		// Out of descriptors: refuse this stream (the init sees a reply
 		// without one), keep the broker.
-		_, _, werr := conn.WriteMsgUnix([]byte{0}, nil, nil)
-		return werr
+		return SendFDs(conn, []byte{0})
 	}
 	ours := os.NewFile(uintptr(fds[0]), "egress-stream")
 	c, err := net.FileConn(ours)
@@ -78,7 +77,7 @@ func handOut(conn *net.UnixConn, l *streamListener) error {
 		syscall.Close(fds[1])
 		return fmt.Errorf("egress broker: %w", err)
 	}
-	_, _, err = conn.WriteMsgUnix([]byte{1}, syscall.UnixRights(fds[1]), nil)
+	err = SendFDs(conn, []byte{1}, fds[1])
 	syscall.Close(fds[1])
 	if err != nil {
 		c.Close()
@@ -97,24 +96,16 @@ func ReceiveEgressStream(conn *net.UnixConn) (net.Conn, error) {
 		return nil, fmt.Errorf("asking the egress broker for a stream: %w", err)
 	}
 	var b [1]byte
-	oob := make([]byte, syscall.CmsgSpace(4))
-	n, oobn, _, _, err := conn.ReadMsgUnix(b[:], oob)
+	n, fds, err := ReceiveFDs(conn, b[:], 1)
 	if err != nil {
 		return nil, fmt.Errorf("reading from the egress broker: %w", err)
 	}
 	if n != 1 {
+		CloseFDs(fds)
 		return nil, errors.New("the egress broker closed the connection")
 	}
-	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
-	var fds []int
-	for _, m := range msgs {
-		got, _ := syscall.ParseUnixRights(&m)
-		fds = append(fds, got...)
-	}
-	if err != nil || b[0] != 1 || len(fds) != 1 {
-		for _, fd := range fds {
-			syscall.Close(fd)
-		}
+	if b[0] != 1 || len(fds) != 1 {
+		CloseFDs(fds)
 		return nil, errors.New("the egress broker sent no stream")
 	}
 	f := os.NewFile(uintptr(fds[0]), "egress-stream")

@@ -70,6 +70,7 @@ var checks = []check{
 	{"WorkspaceReadOnlyRefusesWrites", true, checkWorkspaceReadOnly},
 	{"WorkspaceOverlayReportsExactChangeSet", true, checkWorkspaceOverlay},
 	{"WorkspaceOverlayBounded", true, checkWorkspaceOverlayBounded},
+	{"NoSocketInherited", false, checkNoSocketInherited},
 }
 
 // The workspace is mounted read-write at the same path.

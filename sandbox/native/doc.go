@@ -34,7 +34,10 @@
 //     and installs the world filter; the init creates the OS threads it
 //     will need (so a fork bomb at the pids limit cannot make the Go
 //     runtime fail to start one) and serves package pid1 over its
-//     stdin/stdout.
+//     stdin/stdout, with direct stdio: a process's pipes are passed to
+//     dsh on the stdio socket (nsinit.FDStdio, a SOCK_SEQPACKET pair the
+//     driver made), so dsh reads and writes them with no hop through the
+//     init. Processes with a terminal are relayed.
 //
 // DSH_NATIVE_TRACE=1 in dsh's environment makes the init print how long
 // each setup step took to Options.Stderr.

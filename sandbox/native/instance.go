@@ -27,7 +27,10 @@ type instance struct {
 }
 
 func newInstance(l *launch) (*instance, error) {
-	c, err := pid1.NewClient(pid1.JoinConn(l.ctlR, l.ctlW))
+	// The stdio socket now belongs to the client (its Close closes it).
+	stdio := l.stdio
+	l.stdio = nil
+	c, err := pid1.NewDirectClient(pid1.JoinConn(l.ctlR, l.ctlW), stdio)
 	if err != nil {
 		l.cleanup()
 		return nil, err

@@ -42,8 +42,10 @@ type launch struct {
 	// upper is the overlay workspace's upper tmpfs (a detached mount
 	// the init made), nil in the other modes.
 	upper *os.File
-	// ctlR/ctlW carry the pid1 session (serve mode only).
+	// ctlR/ctlW carry the pid1 session and stdio is dsh's end of the
+	// stdio socket (serve mode only).
 	ctlR, ctlW *os.File
+	stdio      *net.UnixConn
 	// undo removes what the steps of start made; the launch owns it once
 	// start succeeds (cleanup).
 	undo undo
@@ -167,6 +169,7 @@ type starting struct {
 	transient undo
 
 	brokerChild  *os.File // the init's end of the broker connection
+	stdioChild   *os.File // the init's end of the stdio socket
 	syncR, syncW *os.File
 	readyR       *os.File
 	readyW       *os.File
@@ -192,6 +195,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		s.makeState,     // the world's directory and root mount point
 		s.protect,       // placeholders and binds of the protected paths
 		s.connectEgress, // the broker connection dsh serves
+		s.openStdio,     // the stdio socket (serve mode)
 		s.makeCgroup,    // the world's cgroup, if it has limits
 		s.openChannels,  // sync socket, ready pipe, the binary
 		s.spawn,         // the init, in its namespaces (and cgroup v2)
@@ -242,6 +246,24 @@ func (s *starting) connectEgress() error {
 	go sandbox.ServeEgress(broker, s.egress)
 	s.cfg.Egress = true
 	s.cfg.ProxyPort = proxyPort
+	return nil
+}
+
+// openStdio makes the stdio socket: the init passes the pipes of the
+// world's processes to dsh on it (pid1's direct stdio), so dsh reads and
+// writes them with no relay through the init.
+func (s *starting) openStdio() error {
+	if !s.serve {
+		return nil
+	}
+	ours, child, err := socketPair(syscall.SOCK_SEQPACKET, "stdio")
+	if err != nil {
+		return err
+	}
+	s.l.stdio, s.stdioChild = ours, child
+	s.l.undo.push(func() { ours.Close() })
+	s.transient.push(func() { child.Close() })
+	s.cfg.Stdio = true
 	return nil
 }
 
@@ -296,8 +318,11 @@ func (s *starting) spawn() error {
 	// round in the all-threads credential drop.
 	cmd.Env = []string{nsinit.ConfigEnv + "=" + env, "GOMAXPROCS=1"}
 	cmd.ExtraFiles = []*os.File{s.syncR, s.readyW, s.exeFile} // FDSync, FDReady, FDExe
-	if s.brokerChild != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, s.brokerChild) // FDBroker
+	if s.brokerChild != nil || s.stdioChild != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.brokerChild) // FDBroker (closed if nil)
+	}
+	if s.stdioChild != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.stdioChild) // FDStdio
 	}
 	var childCtl [2]*os.File
 	if s.serve {
@@ -536,16 +561,22 @@ func usernsError(err error) error {
 // init inherits the other. No socket file exists, so nothing on the host
 // leads to this world's proxy.
 func brokerPair() (*net.UnixConn, *os.File, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	return socketPair(syscall.SOCK_STREAM, "egress broker")
+}
+
+// socketPair makes a connected pair of unix sockets of type typ: dsh's
+// end as a connection, the init's as a file for it to inherit.
+func socketPair(typ int, name string) (*net.UnixConn, *os.File, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, typ|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("native: egress broker: %w", err)
+		return nil, nil, fmt.Errorf("native: %s: %w", name, err)
 	}
-	ours := os.NewFile(uintptr(fds[0]), "egress-broker")
+	ours := os.NewFile(uintptr(fds[0]), name)
 	defer ours.Close()
 	c, err := net.FileConn(ours)
 	if err != nil {
 		syscall.Close(fds[1])
-		return nil, nil, fmt.Errorf("native: egress broker: %w", err)
+		return nil, nil, fmt.Errorf("native: %s: %w", name, err)
 	}
-	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "egress-broker-init"), nil
+	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), name+" (init)"), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +16,7 @@ import (
 // of one connection.
 type Client struct {
 	sess   *yamux.Session
+	stdio  *stdioReceiver // nil: every process's stdio is relayed
 	nextID atomic.Uint64
 	closed atomic.Bool
 
@@ -46,6 +48,21 @@ func NewClient(conn io.ReadWriteCloser) (*Client, error) {
 	return &Client{sess: sess}, nil
 }
 
+// NewDirectClient is NewClient for an init that also holds the other end
+// of stdio, a unix SOCK_SEQPACKET socket pair (ServeOptions.Stdio): every
+// process started without a terminal then has direct stdio (direct.go),
+// its pipes read and written by this client with no hop through the
+// init. Close closes stdio too.
+func NewDirectClient(conn io.ReadWriteCloser, stdio *net.UnixConn) (*Client, error) {
+	c, err := NewClient(conn)
+	if err != nil {
+		stdio.Close()
+		return nil, err
+	}
+	c.stdio = newStdioReceiver(stdio)
+	return c, nil
+}
+
 // Close closes the connection, which makes the init kill every process
 // and exit. Processes still running report ErrClosed from Wait, and their
 // unread output ends with it. Close is idempotent and safe to call
@@ -54,6 +71,9 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.closeErr = c.sess.Close()
+		if c.stdio != nil {
+			c.stdio.conn.Close()
+		}
 	})
 	return c.closeErr
 }
@@ -79,8 +99,9 @@ func (c *Client) lostErr() error {
 // When a key repeats in Env, the last entry wins.
 //
 // Stdout and Stderr must be read concurrently with the process, as with
-// pipes: the process blocks once about 1 MiB of either is unread. Wait
-// does not wait for the output to be read.
+// pipes: the process blocks once about 1 MiB of either is unread (256 KiB
+// with direct stdio: the pipe). Wait does not wait for the output to be
+// read.
 func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.Process, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, &StartError{Dir: spec.Dir, Kind: ErrInvalidSpec, Msg: "empty argv: name the program to run"}
@@ -99,8 +120,10 @@ func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.P
 		}
 		tty = &windowSize{Rows: spec.TTY.Rows, Cols: spec.TTY.Cols}
 	}
+	// A terminal is relayed: the init keeps its master for resizing.
+	direct := c.stdio != nil && tty == nil
 	req, merr := marshalLine(&message{Start: &startRequest{
-		Version: protoVersion, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin, TTY: tty,
+		Version: protoVersion, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin, TTY: tty, Direct: direct,
 	}})
 	if merr == nil && len(req) > maxRequestLine {
 		merr = &StartError{Argv0: spec.Argv[0], Dir: spec.Dir, Kind: ErrInvalidSpec,
@@ -111,6 +134,14 @@ func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.P
 	}
 	id := c.nextID.Add(1)
 	p := newProcess(c, spec)
+	if direct {
+		n := 2
+		if spec.Stdin {
+			n = 3
+		}
+		p.direct = c.stdio.expect(id, n)
+		p.id = id
+	}
 
 	// Data streams first, so they are usually there when the init reads
 	// the start request.
@@ -129,16 +160,22 @@ func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.P
 		}
 		return st
 	}
-	p.stdout.st = open(kindStdout, nil)
-	p.stderr.st = open(kindStderr, nil)
-	if spec.Stdin {
-		if st := open(kindStdin, nil); st != nil {
-			p.stdin = &stdinPipe{st: st}
+	if !direct {
+		p.stdout.st = open(kindStdout, nil)
+		p.stderr.st = open(kindStderr, nil)
+		if spec.Stdin {
+			if st := open(kindStdin, nil); st != nil {
+				p.stdinSt = st
+				p.stdin = &stdinPipe{st: st}
+			}
 		}
 	}
 	p.ctl = open(kindControl, req)
 	if err != nil {
 		p.closeStreams()
+		if direct {
+			c.stdio.forget(id)
+		}
 		if c.closed.Load() {
 			return nil, ErrClosed
 		}
@@ -156,6 +193,7 @@ func (c *Client) Start(ctx context.Context, spec sandbox.ProcessSpec) (sandbox.P
 	case <-ctx.Done():
 		// Closing the control stream tells the init to kill the process
 		// if it started it after all.
+		close(p.abandon)
 		p.closeStreams()
 		return nil, ctx.Err()
 	}

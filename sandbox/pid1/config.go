@@ -32,6 +32,9 @@ type Config struct {
 	// UnixSockets lets the world's processes create unix sockets, which
 	// the filter otherwise refuses.
 	UnixSockets bool `json:"unixSockets,omitempty"`
+	// Stdio is the init's end of the stdio socket (ServeOptions.Stdio),
+	// inherited from the driver; nil relays every process's stdio.
+	Stdio *net.UnixConn `json:"-"`
 	// Ready, if set, is called once the world is set up, just before the
 	// init serves (the native driver reports readiness there).
 	Ready func() error `json:"-"`

@@ -29,6 +29,13 @@
 // output pipes is gone; until then Signal reaches the process group, so
 // background children that keep the pipes open can still be killed.
 //
+// With direct stdio ([NewDirectClient], [ServeOptions.Stdio]; the native
+// driver), a process without a terminal has no data streams: the init
+// passes its pipes' parent ends to the client over a unix socket pair
+// (SCM_RIGHTS) and the client reads and writes the process's own pipes;
+// the control stream is as above, with the client reporting each
+// output's end ("outputEnd"). See direct.go.
+//
 // Semantics the drivers rely on:
 //
 //   - Every process starts as the leader of a session of its own, and so

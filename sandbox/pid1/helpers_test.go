@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 // the init, when _DSH_PID1_HELPER names one.
 func TestMain(m *testing.M) {
 	if os.Getenv("_DSH_PID1_SERVE") == "1" {
-		os.Exit(Main())
+		os.Exit(serveForTest())
 	}
 	if h := os.Getenv("_DSH_PID1_HELPER"); h != "" {
 		os.Exit(runHelper(h, os.Args[1:]))
@@ -132,6 +133,56 @@ type initProc struct {
 	err    error
 }
 
+// directStdio makes startInit connect the init with direct stdio
+// (NewDirectClient), as the native driver does; see withDirectStdio.
+var directStdio bool
+
+// withDirectStdio runs test with direct stdio.
+func withDirectStdio(test func(*testing.T)) func(*testing.T) {
+	return func(t *testing.T) {
+		directStdio = true
+		t.Cleanup(func() { directStdio = false })
+		test(t)
+	}
+}
+
+// stdioPair makes a stdio socket: the client's end and the init's.
+func stdioPair(t testing.TB) (*net.UnixConn, *os.File) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "stdio")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "stdio (init)")
+}
+
+// serveForTest is Main, with the stdio socket _DSH_PID1_STDIO names.
+func serveForTest() int {
+	cfg, err := configFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if s := os.Getenv("_DSH_PID1_STDIO"); s != "" {
+		fd, _ := strconv.Atoi(s)
+		f := os.NewFile(uintptr(fd), "stdio")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stdio socket:", err)
+			return 1
+		}
+		cfg.Stdio = c.(*net.UnixConn)
+	}
+	return Run(cfg)
+}
+
 // startInit runs the test binary as the init, connected to a Client over
 // its stdin and stdout pipes. sys, if not nil, sets the init's process
 // attributes (namespaces).
@@ -146,6 +197,16 @@ func startInitCmd(t testing.TB, adjust func(*exec.Cmd)) *initProc {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "_DSH_PID1_SERVE=1")
 	adjust(cmd)
+	var stdio *net.UnixConn
+	if directStdio {
+		// The init's end of the stdio socket after whatever adjust
+		// passes; serveForTest finds it by the number in the variable.
+		var child *os.File
+		stdio, child = stdioPair(t)
+		defer child.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
+		cmd.Env = append(cmd.Env, "_DSH_PID1_STDIO="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+	}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +220,11 @@ func startInitCmd(t testing.TB, adjust func(*exec.Cmd)) *initProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the init: %v", err)
 	}
-	ip.client, err = NewClient(JoinConn(out, in))
+	if stdio != nil {
+		ip.client, err = NewDirectClient(JoinConn(out, in), stdio)
+	} else {
+		ip.client, err = NewClient(JoinConn(out, in))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func Run(cfg *Config) int {
 		fmt.Fprintln(os.Stderr, "dsh __init: setting up the world:", err)
 		return 1
 	}
-	if err := Serve(conn, &ServeOptions{Logger: log, oom: oom}); err != nil {
+	if err := Serve(conn, &ServeOptions{Logger: log, oom: oom, Stdio: cfg.Stdio}); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh __init:", err)
 		return 1
 	}

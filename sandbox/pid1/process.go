@@ -21,10 +21,18 @@ type process struct {
 	c    *Client
 	spec sandbox.ProcessSpec
 
-	ctl    *yamux.Stream
-	stdin  *stdinPipe // nil without a stdin pipe
-	stdout outputReader
-	stderr outputReader
+	ctl   *yamux.Stream
+	stdin *stdinPipe // nil without a stdin pipe
+	// stdinSt is the relayed stdin's stream (closeStreams may run before
+	// Start returns, so not through stdin, which direct stdio sets late).
+	stdinSt *yamux.Stream
+	// direct, with direct stdio, is where the pipes arrive (id names the
+	// process there); abandon is closed when Start gives up waiting.
+	direct  *pendingStdio
+	id      uint64
+	abandon chan struct{}
+	stdout  outputReader
+	stderr  outputReader
 
 	startErr chan error // receives the start result once
 	pid      atomic.Int64
@@ -43,6 +51,7 @@ func newProcess(c *Client, spec sandbox.ProcessSpec) *process {
 		startErr: make(chan error, 1),
 		done:     make(chan struct{}),
 		ctlDone:  make(chan struct{}),
+		abandon:  make(chan struct{}),
 	}
 	p.stdout.init("stdout", p)
 	p.stderr.init("stderr", p)
@@ -124,14 +133,45 @@ func (p *process) closeStreams() {
 			st.Close()
 		}
 	}
-	if p.stdin != nil {
-		p.stdin.st.Close()
+	if p.stdinSt != nil {
+		p.stdinSt.Close()
 	}
+}
+
+// closeFiles ends direct stdio once the control stream has ended: an
+// output whose end the client has not seen is cut short (a Read in
+// progress returns), one it has seen stays readable to its end.
+func (p *process) closeFiles() {
+	for _, r := range []*outputReader{&p.stdout, &p.stderr} {
+		if r.f != nil {
+			r.stopWatch()
+			if !r.endSeen.Load() {
+				r.f.Close()
+			}
+		}
+	}
+}
+
+// attach takes direct stdio's pipes once the init has started the
+// process and sent them.
+func (p *process) attach() error {
+	files, err := p.c.stdio.take(p.direct, p.abandon)
+	if err != nil {
+		return fmt.Errorf("pid1: starting %q: %w", p.spec.Argv[0], err)
+	}
+	p.stdout.f, p.stderr.f = files[0], files[1]
+	if len(files) == 3 {
+		p.stdin = &stdinPipe{f: files[2]}
+	}
+	return nil
 }
 
 // readControl reads the init's messages about the process until the init
 // closes the control stream or the connection ends.
 func (p *process) readControl() {
+	if p.direct != nil {
+		defer p.c.stdio.forget(p.id)
+	}
 	r := bufio.NewReader(p.ctl)
 	started, exited := false, false
 	var lost error
@@ -147,7 +187,12 @@ func (p *process) readControl() {
 		case m.Started != nil && !started:
 			started = true
 			p.pid.Store(int64(m.Started.Pid))
-			p.startErr <- nil
+			var err error
+			if p.direct != nil {
+				// The init sent the pipes before this answer.
+				err = p.attach()
+			}
+			p.startErr <- err
 		case m.Error != nil && !started:
 			started = true
 			kind := errorKinds[m.Error.Kind]
@@ -155,6 +200,10 @@ func (p *process) readControl() {
 		case m.Exit != nil && started && !exited:
 			exited = true
 			p.status = sandbox.ExitStatus{Code: m.Exit.Code, Signal: syscall.Signal(m.Exit.Signal)}
+			if p.direct != nil {
+				p.stdout.watchEnd()
+				p.stderr.watchEnd()
+			}
 			close(p.done)
 		case m.Output != nil:
 			switch m.Output.Stream {
@@ -184,6 +233,10 @@ func (p *process) readControl() {
 	if p.stdin != nil {
 		p.stdin.broken()
 	}
+	// Direct stdio: the init closes the control stream after both outputs
+	// were read to their ends, unless the connection ended first; then
+	// they end now, as relayed outputs do.
+	p.closeFiles()
 	close(p.ctlDone)
 	// Nothing more can arrive on any stream of the process: the init sent
 	// each stream's end before closing the control stream. Closing our
@@ -205,6 +258,13 @@ type outputReader struct {
 	name string
 	p    *process
 	st   *yamux.Stream
+	f    *os.File // direct stdio: the pipe itself, instead of st
+	// endSeen (direct stdio) is set once the client saw the end of the
+	// pipe — EOF, or a hangup watchEnd saw — and told the init.
+	endSeen atomic.Bool
+	watchMu sync.Mutex
+	watch   *os.File // watchEnd's duplicate of f
+	stopped bool     // no more watching
 
 	n   int64 // bytes read so far; touched by the reading goroutine only
 	err error // sticky end of the stream; reading goroutine only
@@ -240,6 +300,9 @@ func (r *outputReader) Read(b []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
+	if r.f != nil {
+		return r.readPipe(b)
+	}
 	n, err := r.st.Read(b)
 	r.n += int64(n)
 	if err == nil {
@@ -261,9 +324,30 @@ func (r *outputReader) Read(b []byte) (int, error) {
 	return n, r.err
 }
 
+// readPipe reads direct stdio's pipe. Its EOF is the end of the output:
+// every holder of the pipe's write end is gone.
+func (r *outputReader) readPipe(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	switch {
+	case err == nil:
+		return n, nil
+	case err == io.EOF:
+		r.err = io.EOF
+		r.seeEnd()
+		r.f.Close()
+	case errors.Is(err, os.ErrClosed):
+		<-r.ended // readControl ended the output before closing the pipe
+		r.err = fmt.Errorf("pid1: %s of %q cut short: %w", r.name, r.p.spec.Argv[0], r.lost)
+	default:
+		r.err = fmt.Errorf("pid1: reading %s of %q: %w", r.name, r.p.spec.Argv[0], err)
+	}
+	return n, r.err
+}
+
 // stdinPipe is a process's stdin.
 type stdinPipe struct {
 	st       *yamux.Stream
+	f        *os.File // direct stdio: the pipe itself, instead of st
 	isBroken atomic.Bool
 	isClosed atomic.Bool
 }
@@ -274,6 +358,18 @@ func (w *stdinPipe) Write(b []byte) (int, error) {
 	}
 	if w.isBroken.Load() {
 		return 0, ErrBrokenPipe
+	}
+	if w.f != nil {
+		n, err := w.f.Write(b)
+		switch {
+		case err == nil:
+			return n, nil
+		case isPipeEnd(err), w.isBroken.Load():
+			return n, ErrBrokenPipe
+		case w.isClosed.Load():
+			return n, fmt.Errorf("pid1: writing stdin: %w", os.ErrClosed)
+		}
+		return n, fmt.Errorf("pid1: writing stdin: %w", err)
 	}
 	n, err := w.st.Write(b)
 	if err != nil {
@@ -289,6 +385,12 @@ func (w *stdinPipe) Write(b []byte) (int, error) {
 // written before.
 func (w *stdinPipe) Close() error {
 	w.isClosed.Store(true)
+	if w.f != nil {
+		if err := w.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+			return err
+		}
+		return nil
+	}
 	return w.st.Close()
 }
 
@@ -296,6 +398,10 @@ func (w *stdinPipe) Close() error {
 // window.
 func (w *stdinPipe) broken() {
 	w.isBroken.Store(true)
+	if w.f != nil {
+		w.f.Close()
+		return
+	}
 	w.st.SetWriteDeadline(time.Now())
 }
 

@@ -11,7 +11,7 @@ import (
 
 // protoVersion is the control protocol version. The client and the init
 // are normally the same dsh binary; a mismatch is a clear start error.
-const protoVersion = 2
+const protoVersion = 3
 
 // Stream kinds: the first byte of every stream.
 const (
@@ -50,6 +50,9 @@ type message struct {
 	Start  *startRequest `json:"start,omitempty"`
 	Signal int           `json:"signal,omitempty"`
 	Resize *windowSize   `json:"resize,omitempty"`
+	// OutputEnd names an output ("stdout" or "stderr") of a process with
+	// direct stdio whose pipe the client read to its end.
+	OutputEnd string `json:"outputEnd,omitempty"`
 
 	// init -> client
 	Started     *startedReply `json:"started,omitempty"`
@@ -66,6 +69,9 @@ type startRequest struct {
 	Env     []string
 	Stdin   bool
 	TTY     *windowSize // a terminal of this size instead of pipes
+	// Direct asks for the pipes' parent ends on the stdio socket instead
+	// of data streams (see direct.go).
+	Direct bool
 }
 
 // windowSize is a terminal's size on the wire.
@@ -85,10 +91,11 @@ type wireStart struct {
 	Env     [][]byte    `json:"env"`
 	Stdin   bool        `json:"stdin,omitempty"`
 	TTY     *windowSize `json:"tty,omitempty"`
+	Direct  bool        `json:"direct,omitempty"`
 }
 
 func (r *startRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireStart{Version: r.Version, Argv: toBytes(r.Argv), Dir: []byte(r.Dir), Env: toBytes(r.Env), Stdin: r.Stdin, TTY: r.TTY})
+	return json.Marshal(wireStart{Version: r.Version, Argv: toBytes(r.Argv), Dir: []byte(r.Dir), Env: toBytes(r.Env), Stdin: r.Stdin, TTY: r.TTY, Direct: r.Direct})
 }
 
 func (r *startRequest) UnmarshalJSON(b []byte) error {
@@ -96,7 +103,7 @@ func (r *startRequest) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*r = startRequest{Version: w.Version, Argv: fromBytes(w.Argv), Dir: string(w.Dir), Env: fromBytes(w.Env), Stdin: w.Stdin, TTY: w.TTY}
+	*r = startRequest{Version: w.Version, Argv: fromBytes(w.Argv), Dir: string(w.Dir), Env: fromBytes(w.Env), Stdin: w.Stdin, TTY: w.TTY, Direct: w.Direct}
 	return nil
 }
 

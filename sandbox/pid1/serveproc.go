@@ -28,15 +28,22 @@ func (s *server) serveProcess(ctl *yamux.Stream, id uint64) {
 	req := m.Start
 
 	// The data streams: collect them all before anything can fail, so
-	// every exit path closes them.
+	// every exit path closes them. Direct stdio has none.
 	var stdin, stdout, stderr *yamux.Stream
 	var err error
-	stdout, err = s.streams.take(streamKey{id, kindStdout}, streamWait, s.sess.CloseChan())
-	if err == nil {
-		stderr, err = s.streams.take(streamKey{id, kindStderr}, streamWait, s.sess.CloseChan())
-	}
-	if err == nil && req.Stdin {
-		stdin, err = s.streams.take(streamKey{id, kindStdin}, streamWait, s.sess.CloseChan())
+	switch {
+	case req.Direct && s.stdio == nil:
+		err = errors.New("direct stdio asked for, but this init has no stdio socket")
+	case req.Direct && req.TTY != nil:
+		err = errors.New("direct stdio asked for a process with a terminal")
+	case !req.Direct:
+		stdout, err = s.streams.take(streamKey{id, kindStdout}, streamWait, s.sess.CloseChan())
+		if err == nil {
+			stderr, err = s.streams.take(streamKey{id, kindStderr}, streamWait, s.sess.CloseChan())
+		}
+		if err == nil && req.Stdin {
+			stdin, err = s.streams.take(streamKey{id, kindStdin}, streamWait, s.sess.CloseChan())
+		}
 	}
 	closeStreams := func() {
 		for _, st := range []*yamux.Stream{stdin, stdout, stderr} {
@@ -62,14 +69,35 @@ func (s *server) serveProcess(ctl *yamux.Stream, id uint64) {
 		}
 		return
 	}
-	s.log.Debug("started", "id", id, "pid", c.pid, "argv", req.Argv)
+	if req.Direct {
+		if err := s.sendStdio(id, pipes); err != nil {
+			// Nobody has its pipes: it must not run.
+			unix.Kill(-c.pid, unix.SIGKILL)
+			<-c.status
+			s.endGroup(c.pid)
+			writeMessage(ctl, &message{Error: &errorReply{Kind: "failed", Msg: err.Error()}})
+			return
+		}
+	}
+	s.log.Debug("started", "id", id, "pid", c.pid, "argv", req.Argv, "direct", req.Direct)
 	writeMessage(ctl, &message{Started: &startedReply{Pid: c.pid}})
 
 	var finished atomic.Bool // the record is done: the group is no longer ours to signal
+	// outputs is done when every holder of the output pipes is gone: the
+	// init read both pipes to their ends, or (direct stdio) the client
+	// did and said so, or it gave up on the process.
 	var outputs sync.WaitGroup
 	outputs.Add(2)
-	go s.forwardOutput(ctl, stdout, pipes.stdout, "stdout", &outputs)
-	go s.forwardOutput(ctl, stderr, pipes.stderr, "stderr", &outputs)
+	var ended [2]atomic.Bool // direct stdio: stdout, stderr reported
+	endOutput := func(i int) {
+		if ended[i].CompareAndSwap(false, true) {
+			outputs.Done()
+		}
+	}
+	if !req.Direct {
+		go s.forwardOutput(ctl, stdout, pipes.stdout, "stdout", &outputs)
+		go s.forwardOutput(ctl, stderr, pipes.stderr, "stderr", &outputs)
+	}
 	stdinDone := make(chan struct{})
 	if stdin != nil {
 		go func() {
@@ -89,7 +117,20 @@ func (s *server) serveProcess(ctl *yamux.Stream, id uint64) {
 				if !finished.Load() {
 					unix.Kill(-c.pid, unix.SIGKILL)
 				}
+				if req.Direct {
+					// Nobody will report the outputs' ends.
+					endOutput(0)
+					endOutput(1)
+				}
 				return
+			}
+			if req.Direct {
+				switch m.OutputEnd {
+				case "stdout":
+					endOutput(0)
+				case "stderr":
+					endOutput(1)
+				}
 			}
 			if m.Resize != nil && pipes.tty != nil && m.Resize.Rows > 0 && m.Resize.Cols > 0 {
 				// The kernel sends SIGWINCH to the terminal's foreground
@@ -116,9 +157,7 @@ func (s *server) serveProcess(ctl *yamux.Stream, id uint64) {
 	// signal the group to end them.
 	outputs.Wait()
 	finished.Store(true)
-	s.mu.Lock()
-	delete(s.groups, c.pid)
-	s.mu.Unlock()
+	s.endGroup(c.pid)
 	if stdin != nil {
 		// End forwardStdin's wait for more input, and a write blocked on a
 		// pipe that a leftover process holds open without reading.
@@ -128,6 +167,14 @@ func (s *server) serveProcess(ctl *yamux.Stream, id uint64) {
 		stdin.Close()
 	}
 	// The deferred ctl.Close tells the client nothing more will come.
+}
+
+// endGroup forgets the process group pgid: it is no longer the init's to
+// kill at shutdown.
+func (s *server) endGroup(pgid int) {
+	s.mu.Lock()
+	delete(s.groups, pgid)
+	s.mu.Unlock()
 }
 
 // forwardOutput copies the process's output pipe to its stream until

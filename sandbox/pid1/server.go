@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -19,6 +20,10 @@ import (
 type ServeOptions struct {
 	// Logger receives the init's diagnostics. If nil, they are discarded.
 	Logger *slog.Logger
+	// Stdio, if set, is the init's end of the stdio socket (direct.go):
+	// processes the client asks direct stdio for get their pipes passed
+	// to it there. Serve uses it only to send; it does not close it.
+	Stdio *net.UnixConn
 
 	oom *oomScore // Main's: processes start at oom_score_adj 0
 }
@@ -69,6 +74,7 @@ func Serve(conn io.ReadWriteCloser, opts *ServeOptions) error {
 		children: make(map[int]*child),
 		groups:   make(map[int]struct{}),
 		oom:      opts.oom,
+		stdio:    opts.Stdio,
 	}
 	return s.run()
 }
@@ -79,6 +85,7 @@ type server struct {
 	pid1    bool // PID 1 of a pid namespace: kill(-1) reaches everything
 	reapAll bool // PID 1 or a subreaper: every child, orphans too, is ours to reap
 	streams rendezvous
+	stdio   *net.UnixConn // nil: no direct stdio
 
 	// mu guards the fields below. It is held across fork, so the reaper
 	// cannot reap a new child before it is registered and mistake it for

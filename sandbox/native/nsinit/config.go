@@ -27,6 +27,10 @@ const (
 	// FDBroker is the egress broker connection (sandbox.ServeEgress),
 	// present only for a world with egress.
 	FDBroker = 6
+	// FDStdio is the init's end of the stdio socket (pid1's direct
+	// stdio: the pipes of the world's processes passed to dsh), present
+	// in serve mode only; fd 6 is then closed in a world without egress.
+	FDStdio = 7
 )
 
 // ConfigEnv carries the Config (JSON) from the driver to stage 1. Stage
@@ -72,6 +76,9 @@ type Config struct {
 	ProxyPort int
 	// UnixSockets is Spec.UnixSockets.
 	UnixSockets bool
+	// Stdio reports whether the init inherits the stdio socket
+	// (FDStdio).
+	Stdio bool
 	// Exec, when set, replaces stage 2: stage 1 executes this argv
 	// directly (with ExecEnv) as the confined PID 1. Used by the driver's
 	// probe and by tests of the setup stage.

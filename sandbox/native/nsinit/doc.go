@@ -5,7 +5,7 @@
 // argument; the binary dispatches it to [Main] (dsh through native's
 // InitMain, test binaries from TestMain). Everything the init does was
 // decided on the host: it receives a [Config] (JSON in [ConfigEnv]) and
-// the descriptors FDSync, FDReady, FDExe and FDBroker, waits for the
+// the descriptors FDSync, FDReady, FDExe, FDBroker and FDStdio, waits for the
 // release byte on FDSync (it is in its cgroup; a root dsh's detached
 // mounts come with it), and then runs two stages:
 //
@@ -16,7 +16,9 @@
 //     without cgo) the same process serves; else the locked thread
 //     re-executes the binary for stage 2 ([StageServe]).
 //  2. Serve: package pid1 over stdin/stdout, with the egress relay and
-//     the world filter; the init reports readiness with 0x00 on FDReady.
+//     the world filter, and with direct stdio on FDStdio (the pipes of
+//     the world's processes passed to dsh, see pid1's direct.go); the
+//     init reports readiness with 0x00 on FDReady.
 //
 // A failure of either stage is written on FDReady as a [Failure] (JSON),
 // which the driver decodes into its own typed errors. nsinit imports

@@ -18,10 +18,12 @@ import (
 )
 
 // portEnv carries the relay's port from stage 1 to stage 2 (no variable:
-// no egress); unixEnv, set to 1, carries Spec.UnixSockets.
+// no egress); unixEnv, set to 1, carries Spec.UnixSockets; stdioEnv, set
+// to 1, says FDStdio is there.
 const (
-	portEnv = "DSH_NATIVE_PROXY_PORT"
-	unixEnv = "DSH_NATIVE_UNIX_SOCKETS"
+	portEnv  = "DSH_NATIVE_PROXY_PORT"
+	unixEnv  = "DSH_NATIVE_UNIX_SOCKETS"
+	stdioEnv = "DSH_NATIVE_STDIO"
 )
 
 // execDropErr is the result of dropExecPrivileges on every thread during
@@ -144,6 +146,9 @@ func stage1() error {
 	if cfg.UnixSockets {
 		env = append(env, unixEnv+"=1")
 	}
+	if cfg.Stdio {
+		env = append(env, stdioEnv+"=1")
+	}
 	if len(cfg.Exec) > 0 {
 		argv, env = cfg.Exec, cfg.ExecEnv
 		if path, err = sandbox.LookPath(argv[0], sandbox.PathOf(env), ""); err != nil {
@@ -173,12 +178,15 @@ func stage1() error {
 		}
 		tr.mark("seccomp")
 		os.Clearenv()
-		return serve(tr, cfg.ProxyPort, cfg.Egress, cfg.UnixSockets)
+		return serve(tr, cfg.ProxyPort, cfg.Egress, cfg.UnixSockets, cfg.Stdio)
 	}
 	if len(cfg.Exec) == 0 {
 		pass := []int{FDReady}
 		if cfg.Egress {
 			pass = append(pass, FDBroker)
+		}
+		if cfg.Stdio {
+			pass = append(pass, FDStdio)
 		}
 		for _, fd := range pass {
 			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
@@ -208,8 +216,9 @@ func stage1() error {
 func stage2() error {
 	port, _ := strconv.Atoi(os.Getenv(portEnv))
 	unixSockets := os.Getenv(unixEnv) == "1"
+	stdio := os.Getenv(stdioEnv) == "1"
 	os.Clearenv()
-	return serve(newTracer(false), port, port != 0, unixSockets)
+	return serve(newTracer(false), port, port != 0, unixSockets, stdio)
 }
 
 // serve runs the confined init: pid1 over stdin/stdout, with the egress
@@ -217,16 +226,23 @@ func stage2() error {
 // both are in place.
 // pid1.Run makes the init non-dumpable before anything of the world
 // runs (after opening what it needs of its own /proc entry).
-func serve(tr *tracer, port int, egress, unixSockets bool) error {
+func serve(tr *tracer, port int, egress, unixSockets, stdio bool) error {
 	cfg := &pid1.Config{Filter: true, UnixSockets: unixSockets}
-	if egress {
-		f := os.NewFile(FDBroker, "egress-broker")
-		c, err := net.FileConn(f)
-		f.Close()
+	if stdio {
+		// pid1.Run marks it close-on-exec with every descriptor above
+		// stderr: no process of the world inherits it.
+		c, err := unixConn(FDStdio, "stdio")
 		if err != nil {
-			return fmt.Errorf("egress broker: %w", err)
+			return err
 		}
-		cfg.Egress = c.(*net.UnixConn)
+		cfg.Stdio = c
+	}
+	if egress {
+		c, err := unixConn(FDBroker, "egress broker")
+		if err != nil {
+			return err
+		}
+		cfg.Egress = c
 		cfg.ProxyAddr = "127.0.0.1:" + strconv.Itoa(port)
 	}
 	cfg.Ready = func() error {
@@ -244,6 +260,22 @@ func serve(tr *tracer, port int, egress, unixSockets bool) error {
 		return fmt.Errorf("pid1 ended with status %d", code)
 	}
 	return nil
+}
+
+// unixConn takes over the inherited unix socket fd.
+func unixConn(fd int, name string) (*net.UnixConn, error) {
+	f := os.NewFile(uintptr(fd), name)
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("%s: descriptor %d is not a unix socket", name, fd)
+	}
+	return uc, nil
 }
 
 // prewarmThreads makes the Go runtime hold n idle threads: n goroutines
