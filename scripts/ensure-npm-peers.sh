@@ -4,10 +4,12 @@
 # a world sees them: /tmp is private inside every world. It runs outside
 # any world, before the tests (registries are blocked inside, correctly).
 # Idempotent: a complete install is kept. With Docker and dsh/base there,
-# it also builds dsh/mcp-peers, the same packages for docker worlds.
+# it also builds dsh/node: node, these and the npm language servers
+# (make peers installs them first, in .cache/peers/lsp-npm) for docker worlds.
 set -eu
 cd "$(dirname "$0")/.."
-dir=.cache/peers/mcp-servers
+peers=.cache/peers
+dir=$peers/mcp-servers
 pkgs="@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31"
 stamp="$dir/.installed"
 # shellcheck disable=SC2086
@@ -15,14 +17,16 @@ scripts/npm-peers.sh mcp-servers $pkgs
 
 # The image of the docker driver's worlds, when a Docker engine and
 # dsh/base (make images) are there; rebuilt when the packages or the
-# Dockerfile change.
-image=dsh/mcp-peers:latest
+# Dockerfile change. The build sees only the two package trees.
+image=dsh/node:latest
 if command -v docker >/dev/null 2>&1 && docker image inspect dsh/base:latest >/dev/null 2>&1; then
-	want="$( (cat images/mcp-peers/Dockerfile; cat "$stamp") | sha256sum | cut -d' ' -f1)"
+	[ -f "$peers/lsp-npm/.installed" ] || { echo "ensure-npm-peers: the npm language servers are not installed; run make peers" >&2; exit 1; }
+	printf '*\n!mcp-servers/node_modules\n!lsp-npm/node_modules\n' >"$peers/.dockerignore"
+	want="$( (cat images/node/Dockerfile; cat "$stamp" "$peers/lsp-npm/.installed") | sha256sum | cut -d' ' -f1)"
 	got="$(docker image inspect -f '{{index .Config.Labels "dev.dsh.peers"}}' "$image" 2>/dev/null || true)"
 	if [ "$got" != "$want" ]; then
 		# The legacy builder prints a banner on every run: shown on failure only.
-		if ! out="$(docker build -q --label "dev.dsh.peers=$want" -t "$image" -f images/mcp-peers/Dockerfile "$dir" 2>&1)"; then
+		if ! out="$(docker build -q --label "dev.dsh.peers=$want" -t "$image" -f images/node/Dockerfile "$peers" 2>&1)"; then
 			echo "$out" >&2
 			exit 1
 		fi

@@ -11,13 +11,13 @@ import (
 	"github.com/dsh-dev/dsh/internal/testenv"
 )
 
-// The filesystem server in docker worlds (image dsh/mcp-peers, built by
+// The filesystem server in docker worlds (image dsh/node, built by
 // scripts/ensure-npm-peers.sh): told it may read /, it still cannot read
 // the host credential, sees no workspace with workspace none, and
 // reads and writes it with rw.
 func TestMCPFilesystemServerDocker(t *testing.T) {
 	testenv.RequireDocker(t)
-	const image = "dsh/mcp-peers:latest"
+	const image = "dsh/node:latest"
 	if err := exec.Command("docker", "image", "inspect", image).Run(); err != nil {
 		if os.Getenv("DSH_REQUIRE_TOOLS") == "1" {
 			t.Fatalf("image %s is missing; run scripts/ensure-npm-peers.sh, and DSH_REQUIRE_TOOLS=1 requires it", image)

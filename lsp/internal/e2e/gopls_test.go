@@ -257,27 +257,32 @@ const goImage = "dsh/go:latest"
 
 func openDocker(t *testing.T, servers []lsp.ServerConfig) *goWorld {
 	t.Helper()
+	return openDockerImage(t, goImage, servers, module)
+}
+
+// openDockerImage opens a docker world of image whose workspace holds
+// files, with an lsp client for servers.
+func openDockerImage(t *testing.T, image string, servers []lsp.ServerConfig, files map[string]string) *goWorld {
+	t.Helper()
 	testenv.RequireDocker(t)
-	if err := exec.Command("docker", "image", "inspect", goImage).Run(); err != nil {
+	if err := exec.Command("docker", "image", "inspect", image).Run(); err != nil {
 		if os.Getenv("DSH_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("image %s is missing; build it with: make images", goImage)
+			t.Fatalf("image %s is missing; build it with: make images peers", image)
 		}
-		t.Skipf("image %s is missing; build it with: make images", goImage)
+		t.Skipf("image %s is missing; build it with: make images peers", image)
 	}
 	d, err := docker.New(&docker.Options{InitPath: initBinary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ws := t.TempDir()
-	// The image's user (dsh, uid 1000) must read and write the workspace.
-	os.Chmod(ws, 0o777)
-	for name, content := range module {
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o666); err != nil {
 			t.Fatal(err)
 		}
 	}
 	spec := sandbox.DefaultSpec(ws)
-	spec.Image = goImage
+	spec.Image = image
 	w, err := execworld.Open(context.Background(), d, &execworld.Options{Spec: spec})
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,26 @@ func TestTypeScriptNative(t *testing.T) {
 	}
 }
 
+// TestTypeScriptDocker: the preset as it is, in the image it names
+// (dsh/node, which make peers builds).
+func TestTypeScriptDocker(t *testing.T) {
+	var preset lsp.ServerConfig
+	for _, s := range lsp.Presets() {
+		if s.ID == "typescript" {
+			preset = s
+		}
+	}
+	g := openDockerImage(t, preset.Image, []lsp.ServerConfig{preset}, map[string]string{
+		"tsconfig.json": `{"compilerOptions": {"strict": true, "module": "commonjs", "target": "es2020"}}`,
+		"greet.ts":      "export function greet(name: string): string {\n  return \"hi \" + name;\n}\n",
+		"main.ts":       "import { greet } from \"./greet\";\n\nconst s = \"é😀\"; greet(s);\n",
+	})
+	col := len([]rune(`const s = "é😀"; `)) + 1
+	if got := rendered(query(t, g.c, lsp.Query{Op: lsp.Definition, File: "main.ts", Line: 3, Column: col})); got != "greet.ts:1:17" {
+		t.Errorf("definition of greet = %q, want greet.ts:1:17", got)
+	}
+}
+
 func TestPyrightNative(t *testing.T) {
 	server := npmServer(t, "pyright", "pyright-langserver")
 	g := openNative(t, []lsp.ServerConfig{server})
