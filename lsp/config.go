@@ -258,7 +258,7 @@ func Presets() []ServerConfig {
 			// off), in a process group of its own that outlives the
 			// server's Close. The mode file "off" keeps it from starting.
 			prepare: []string{"sh", "-c", `mkdir -p "$XDG_CONFIG_HOME/go/telemetry" && echo off >"$XDG_CONFIG_HOME/go/telemetry/mode"`},
-			Image: "dsh/go:latest",
+			Image:   "dsh/go:latest",
 		},
 		{
 			ID: "typescript", Command: "typescript-language-server", Args: []string{"--stdio"},
