@@ -210,7 +210,12 @@ func discoverRoot(o *Observation, r Root) {
 func (o *Observation) add(r Root, file, base string, data []byte, fsys FS) {
 	h, body, err := parse(data)
 	if err != nil {
-		o.Dropped = append(o.Dropped, Dropped{Path: file, Rank: r.Rank, Root: r.Path, Provenance: r.Provenance, Reason: err.Error()})
+		// The name the file is found under, for "why is X missing".
+		name := strings.TrimSuffix(path.Base(file), ".md")
+		if base != "" {
+			name = path.Base(base)
+		}
+		o.Dropped = append(o.Dropped, Dropped{Name: name, Path: file, Rank: r.Rank, Root: r.Path, Provenance: r.Provenance, Reason: err.Error()})
 		return
 	}
 	o.Skills = append(o.Skills, Skill{
