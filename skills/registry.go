@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -146,4 +148,84 @@ func (d *Discoverer) Discover() Result {
 		return Result{Catalog: d.last, Problems: o.Problems, Stale: true}
 	}
 	return Result{Catalog: c, Problems: o.Problems}
+}
+
+// ResourceBase is the URI under which a skill's files are served.
+func ResourceBase(name string) string { return "skill://" + name + "/" }
+
+// Render frames a skill's body for the model or the user, the same on
+// both paths: the framing metadata is escaped, the body is embedded
+// verbatim (a skill is trusted instructions: following it is its
+// purpose).
+func Render(s *Skill) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<skill_content name=\"%s\">\n", html.EscapeString(s.Name))
+	if s.Base != "" {
+		fmt.Fprintf(&b, "<resource_base>%s</resource_base>\n", html.EscapeString(ResourceBase(s.Name)))
+	}
+	b.WriteString(s.Body)
+	if !strings.HasSuffix(s.Body, "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString("</skill_content>\n")
+	if s.Base != "" {
+		fmt.Fprintf(&b, "Files this skill refers to are resources under %s (relative paths in the body are relative to it); read one only when the task needs it.\n", ResourceBase(s.Name))
+	}
+	return b.String()
+}
+
+// MaxResources caps the files of one skill served as resources, and
+// maxResourceDepth how deep below its directory they are looked for.
+const (
+	MaxResources     = 100
+	maxResourceDepth = 3
+)
+
+// Files lists the regular files of a <name>/SKILL.md skill's directory,
+// relative to it, sorted, at most MaxResources and maxResourceDepth
+// levels deep. Hidden entries are left out.
+func (s *Skill) Files() ([]string, error) {
+	if s.Base == "" || s.fs == nil {
+		return nil, nil
+	}
+	var out []string
+	var walk func(rel string, depth int) error
+	walk = func(rel string, depth int) error {
+		es, err := s.fs.ReadDir(path.Join(s.Base, rel))
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+		for _, e := range es {
+			if strings.HasPrefix(e.Name, ".") || len(out) >= MaxResources {
+				continue
+			}
+			p := path.Join(rel, e.Name)
+			switch {
+			case e.File:
+				out = append(out, p)
+			case e.Dir && depth < maxResourceDepth:
+				if err := walk(p, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk("", 1); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadFile reads the file rel (as listed by Files) of the skill.
+func (s *Skill) ReadFile(rel string, max int64) ([]byte, error) {
+	if s.Base == "" || s.fs == nil {
+		return nil, fmt.Errorf("skill %s has no files beside its body", s.Name)
+	}
+	clean := path.Clean(rel)
+	if clean != rel || path.IsAbs(rel) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return nil, fmt.Errorf("%q is not a path inside skill %s", rel, s.Name)
+	}
+	return s.fs.ReadFile(path.Join(s.Base, rel), max)
 }
