@@ -53,10 +53,14 @@ func (g *Gateway) startSkills() {
 
 // refresh discovers again and serves the catalog if it changed. An
 // incomplete discovery changes nothing.
+//
+// Refreshes are serialized (held across the discovery), so an older
+// discovery never replaces a newer one. The digest covers the catalog, not
+// a skill directory's file set, which is compared on its own.
 func (ss *servedSkills) refresh() {
-	r := ss.d.Discover()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	r := ss.d.Discover()
 	ss.problems = r.Problems
 	if len(r.Problems) > 0 {
 		ss.g.log.Warn("skill discovery was incomplete; the last complete catalog stays", "problems", strings.Join(r.Problems, "; "))
@@ -64,6 +68,7 @@ func (ss *servedSkills) refresh() {
 			return
 		}
 	}
+	ss.syncResources(r.Catalog)
 	if r.Catalog.Digest == ss.digest {
 		return
 	}
@@ -91,9 +96,13 @@ func (ss *servedSkills) refresh() {
 		}
 	}
 	ss.prompts = next
+}
 
+// syncResources serves the files of c's skills as skill://NAME/PATH: new
+// ones added, gone ones removed, the others left alone.
+func (ss *servedSkills) syncResources(c *skills.Catalog) {
 	nextRes := map[string]bool{}
-	for _, s := range r.Catalog.Skills {
+	for _, s := range c.Skills {
 		files, err := s.Files()
 		if err != nil {
 			ss.g.log.Warn("a skill's files are not served", "skill", s.Name, "err", err)
@@ -102,6 +111,9 @@ func (ss *servedSkills) refresh() {
 		for _, f := range files {
 			uri := skills.ResourceBase(s.Name) + f
 			nextRes[uri] = true
+			if ss.resources[uri] {
+				continue
+			}
 			ss.g.server.AddResource(&mcp.Resource{URI: uri, Name: s.Name + "/" + f, MIMEType: mimeOf(f)}, ss.read(s.Name, f))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -229,5 +230,41 @@ func TestSkillsIncompleteDiscoveryKeepsCatalog(t *testing.T) {
 	flaky.fail.Store(false)
 	if got := skillTool(t, cs).Description; !strings.Contains(got, "- two: Second.") {
 		t.Errorf("complete again, the catalog lacks two:\n%s", got)
+	}
+}
+
+// TestSkillResourcesFollowFiles: a file added to a skill's directory on
+// the host is a resource in the next resources/list, though the catalog
+// (and its digest) did not change; a removed one goes.
+func TestSkillResourcesFollowFiles(t *testing.T) {
+	ws, cs, _, _ := skillsFixture(t)
+	ctx := context.Background()
+	uris := func() string {
+		res, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range res.Resources {
+			if strings.HasPrefix(r.URI, "skill://") {
+				out = append(out, r.URI)
+			}
+		}
+		sort.Strings(out)
+		return strings.Join(out, " ")
+	}
+	if got, want := uris(), "skill://both/SKILL.md skill://both/refs/guide.md skill://user-only/SKILL.md"; got != want {
+		t.Errorf("resources %q; want %q", got, want)
+	}
+	writeSkill(t, ws, ".dsh/skills/both/scripts/run.sh", "echo hi\n")
+	if err := os.Remove(filepath.Join(ws, ".dsh/skills/both/refs/guide.md")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := uris(), "skill://both/SKILL.md skill://both/scripts/run.sh skill://user-only/SKILL.md"; got != want {
+		t.Errorf("resources after the edit %q; want %q", got, want)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://both/scripts/run.sh"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "echo hi\n" {
+		t.Errorf("read run.sh: %+v, %v", rr, err)
 	}
 }
