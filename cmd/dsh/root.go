@@ -38,6 +38,7 @@ causes can escape it.`,
 		newRunCmd(), newServeCmd(),
 		newLSPCmd(),
 		newMCPCmd(),
+		newSkillsCmd(),
 		newExitCodesTopic(),
 	)
 	contractCommands(root)

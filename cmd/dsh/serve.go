@@ -218,6 +218,11 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer closeBridge()
+	sk, closeSkills, err := serveSkills(plan.spec.Workspace)
+	if err != nil {
+		return err
+	}
+	defer closeSkills()
 	metrics := newServeMetrics()
 	g, err := gateway.New(&gateway.Options{
 		Open:           open,
@@ -232,6 +237,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		Observe:        metrics.observe,
 		LSP:            lspFactory,
 		Bridge:         br,
+		Skills:         sk,
 	})
 	if err != nil {
 		return err

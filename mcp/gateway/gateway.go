@@ -17,6 +17,7 @@ import (
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/mcp/bridge"
+	"github.com/dsh-dev/dsh/skills"
 	"github.com/dsh-dev/dsh/web"
 )
 
@@ -86,6 +87,9 @@ type Options struct {
 	// the first tools/list has them, and closes it after Close. Changes
 	// of its tool set reach connected clients as list_changed.
 	Bridge *bridge.Bridge
+	// Skills, if set, offers the skill catalog: the skill tool, the
+	// user-invocable skills as prompts, their files as skill:// resources.
+	Skills *skills.Discoverer
 }
 
 // Gateway is the MCP server of dsh serve. Its Server may be run over any
@@ -103,7 +107,8 @@ type Gateway struct {
 	closeDone chan struct{}
 	inflight  sync.WaitGroup
 
-	bridged *bridged // the bridge's tools as served, nil without one
+	bridged *bridged      // the bridge's tools as served, nil without one
+	skills  *servedSkills // the skill catalog as served, nil without one
 }
 
 // New builds a gateway with its native tools.
@@ -139,11 +144,14 @@ func New(opts *Options) (*Gateway, error) {
 	g.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "dsh confined tools", Version: version}, &mcp.ServerOptions{
 		Instructions: instructions(opts.Bridge != nil),
 		Logger:       g.log,
-		Capabilities: capabilities(opts.Bridge != nil),
+		Capabilities: capabilities(opts.Bridge != nil || opts.Skills != nil),
 	})
 	g.addTools()
 	if g.opts.Bridge != nil {
 		g.startBridged()
+	}
+	if g.opts.Skills != nil {
+		g.startSkills()
 	}
 	return g, nil
 }
@@ -156,14 +164,14 @@ func instructions(bridged bool) string {
 	return s + " status says what is configured and ready."
 }
 
-// capabilities are the gateway's: with a bridge, its resources and
+// capabilities are the gateway's: with a bridge or skills, resources and
 // prompts, whose lists change.
-func capabilities(bridged bool) *mcp.ServerCapabilities {
+func capabilities(listed bool) *mcp.ServerCapabilities {
 	c := &mcp.ServerCapabilities{
 		Tools:     &mcp.ToolCapabilities{ListChanged: true},
-		Resources: &mcp.ResourceCapabilities{ListChanged: bridged},
+		Resources: &mcp.ResourceCapabilities{ListChanged: listed},
 	}
-	if bridged {
+	if listed {
 		c.Prompts = &mcp.PromptCapabilities{ListChanged: true}
 	}
 	return c

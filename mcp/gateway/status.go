@@ -144,7 +144,7 @@ func (g *Gateway) status(ctx context.Context, s *session) StatusOutput {
 	}
 	st.Capabilities = append(st.Capabilities, search)
 	st.Capabilities = append(st.Capabilities, g.lspStatus(ctx, s, &st), g.bridgeStatus(&st))
-	st.Capabilities = append(st.Capabilities, Capability{Name: "skills", Reason: "not built into this dsh yet"})
+	st.Capabilities = append(st.Capabilities, g.skillsStatus())
 	return st
 }
 
