@@ -105,12 +105,7 @@ func (br *bridged) syncTools() {
 		next[t.Public] = servedTool{server: t.Server, def: string(b)}
 		defs[t.Public] = def
 	}
-	var gone []string
-	for name := range br.served {
-		if _, ok := next[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
+	gone := goneKeys(br.served, next)
 	if len(gone) > 0 {
 		br.g.server.RemoveTools(gone...)
 	}
@@ -253,12 +248,7 @@ func (br *bridged) syncPrompts() {
 		next[p.Public] = servedTool{server: p.Server, def: string(b)}
 		defs[p.Public] = &def
 	}
-	var gone []string
-	for name := range br.prompts {
-		if _, ok := next[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
+	gone := goneKeys(br.prompts, next)
 	if len(gone) > 0 {
 		br.g.server.RemovePrompts(gone...)
 	}
@@ -296,12 +286,7 @@ func (br *bridged) syncResources() {
 		next[uri] = servedTool{server: r.Server, def: string(b)}
 		defs[uri] = r.Def
 	}
-	var gone []string
-	for uri := range br.resources {
-		if _, ok := next[uri]; !ok {
-			gone = append(gone, uri)
-		}
-	}
+	gone := goneKeys(br.resources, next)
 	if len(gone) > 0 {
 		br.g.server.RemoveResources(gone...)
 	}
@@ -333,4 +318,16 @@ func (br *bridged) addResource(r *mcp.Resource, h mcp.ResourceHandler) (err erro
 	}()
 	br.g.server.AddResource(r, h)
 	return nil
+}
+
+// goneKeys are the keys of served that next no longer has: what a sync
+// removes from the server.
+func goneKeys[V, W any](served map[string]V, next map[string]W) []string {
+	var gone []string
+	for k := range served {
+		if _, ok := next[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	return gone
 }

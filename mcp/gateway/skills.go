@@ -81,12 +81,7 @@ func (ss *servedSkills) refresh() {
 			next[s.Name] = true
 		}
 	}
-	var gone []string
-	for name := range ss.prompts {
-		if !next[name] {
-			gone = append(gone, name)
-		}
-	}
+	gone := goneKeys(ss.prompts, next)
 	if len(gone) > 0 {
 		ss.g.server.RemovePrompts(gone...)
 	}
