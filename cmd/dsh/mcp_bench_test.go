@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -56,30 +54,7 @@ func BenchmarkMCPCallNativeVsDirect(b *testing.B) {
 		direct.CallTool(ctx, params)
 		br.Call(ctx, "mcp__go__echo", args, nil)
 	}
-	var dd, bd []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		if _, err := direct.CallTool(ctx, params); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if _, err := br.Call(ctx, "mcp__go__echo", args, nil); err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		dd = append(dd, t1.Sub(t0))
-		bd = append(bd, t2.Sub(t1))
-	}
-	b.StopTimer()
-	pd, pb := medianDuration(dd), medianDuration(bd)
-	b.ReportMetric(float64(pd.Microseconds()), "direct-p50-µs")
-	b.ReportMetric(float64(pb.Microseconds()), "bridge-p50-µs")
-	b.ReportMetric(float64(pb)/float64(pd), "p50-ratio")
-}
-
-func medianDuration(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
+	testenv.Interleaved(b,
+		"direct", func() error { _, err := direct.CallTool(ctx, params); return err },
+		"bridge", func() error { _, err := br.Call(ctx, "mcp__go__echo", args, nil); return err })
 }

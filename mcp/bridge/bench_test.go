@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"slices"
 	"testing"
-	"time"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -52,30 +52,7 @@ func BenchmarkCallVsDirect(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var dd, bd []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		if _, err := direct.CallTool(ctx, params); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if _, err := br.Call(ctx, "mcp__t__echo", args, nil); err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		dd = append(dd, t1.Sub(t0))
-		bd = append(bd, t2.Sub(t1))
-	}
-	b.StopTimer()
-	pd, pb := p50(dd), p50(bd)
-	b.ReportMetric(float64(pd.Microseconds()), "direct-p50-µs")
-	b.ReportMetric(float64(pb.Microseconds()), "bridge-p50-µs")
-	b.ReportMetric(float64(pb)/float64(pd), "p50-ratio")
-}
-
-func p50(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
+	testenv.Interleaved(b,
+		"direct", func() error { _, err := direct.CallTool(ctx, params); return err },
+		"bridge", func() error { _, err := br.Call(ctx, "mcp__t__echo", args, nil); return err })
 }
