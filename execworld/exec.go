@@ -127,6 +127,9 @@ func (e *Exec) Start(ctx context.Context, c *Cmd) (*Running, error) {
 	if w.isClosed() {
 		return nil, ErrClosed
 	}
+	if w.Paused() {
+		return nil, ErrPaused
+	}
 	ps, err := e.processSpec(c)
 	if err != nil {
 		return nil, err

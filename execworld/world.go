@@ -76,6 +76,7 @@ type World struct {
 
 	mu      sync.Mutex // guards the fields below
 	closed  bool
+	paused  bool
 	running map[*Running]struct{}
 
 	closeOnce sync.Once

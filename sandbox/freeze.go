@@ -1,0 +1,11 @@
+package sandbox
+
+// Freezer is implemented by an Instance whose processes can be frozen
+// and thawed as a whole (the cgroup freezer; the engine's pause for
+// docker). A frozen world keeps its memory and makes no progress: not its
+// processes, not its init. Freeze and Thaw are idempotent; Close thaws
+// what it must to kill. Drivers that cannot freeze do not implement it.
+type Freezer interface {
+	Freeze() error
+	Thaw() error
+}
