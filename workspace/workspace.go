@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 // States of a workspace.
@@ -119,6 +120,20 @@ type Manager interface {
 	// Close closes every world (files and state stay) and stops the pool
 	// and the reaper.
 	Close() error
+}
+
+// Opener opens the worlds of a Manager; dsh serve implements it from its
+// configuration (the driver's backend, the world's spec, the egress
+// policy of an allow list), tests with a driver of their choice.
+type Opener interface {
+	// Open opens a world whose workspace is dir, with the template's
+	// driver, image and limits, and an egress proxy allowing exactly
+	// allow (none: a proxy that denies everything, so that SetEgress can
+	// widen it later). An input error wraps ErrInvalid.
+	Open(ctx context.Context, dir string, t Template, allow []string) (*execworld.World, error)
+	// Policy is the egress policy allowing exactly allow, for SetEgress
+	// on a pooled world. An input error wraps ErrInvalid.
+	Policy(allow []string) (*netpolicy.Policy, error)
 }
 
 // Duration is a time.Duration written as a Go duration string ("90s",
