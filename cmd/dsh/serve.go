@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,13 +15,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/internal/httpauth"
 	"github.com/dsh-dev/dsh/mcp/gateway"
 	"github.com/dsh-dev/dsh/netpolicy"
 	"github.com/dsh-dev/dsh/web"
@@ -414,33 +412,9 @@ func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token s
 	return err
 }
 
-// statelessRevision is the first MCP revision without sessions: each
-// request stands alone.
-const statelessRevision = "2026-07-28"
-
-// mcpHandler serves both kinds of MCP revision at /mcp: requests of
-// 2026-07-28 and later (MCP-Protocol-Version, no session) by the go-sdk's
-// stateless handler, each request a session and a world of its own;
-// the rest (initialize, then requests with Mcp-Session-Id) by the
-// stateful one.
+// mcpHandler serves the gateway's Streamable HTTP at /mcp.
 func mcpHandler(g *gateway.Gateway, s serveSettings) http.Handler {
-	get := func(*http.Request) *mcp.Server { return g.Server() }
-	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      s.idle,
-		MaxRequestBodyBytes: s.maxBody,
-	})
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Stateless:                    true,
-		MaxRequestBodyBytes:          s.maxBody,
-		PropagateRequestCancellation: true,
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= statelessRevision {
-			stateless.ServeHTTP(w, r)
-			return
-		}
-		stateful.ServeHTTP(w, r)
-	})
+	return gateway.HTTPHandler(g, s.idle, s.maxBody)
 }
 
 // isLoopbackAddr reports whether HOST:PORT binds only loopback.
@@ -479,14 +453,7 @@ func (g *httpGuard) wrap(h http.Handler) http.Handler {
 }
 
 func (g *httpGuard) tokenOK(header string) bool {
-	// The scheme is case-insensitive (RFC 9110 §11.1).
-	if len(header) < 7 || !strings.EqualFold(header[:7], "Bearer ") {
-		return false
-	}
-	got := header[7:]
-	// Hashes have one length, so the compare leaks nothing about it.
-	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(g.token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+	return httpauth.Equal(httpauth.Token(header), g.token)
 }
 
 func (g *httpGuard) originOK(origin, host string) bool {

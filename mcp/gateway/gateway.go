@@ -38,10 +38,19 @@ const (
 // OpenFunc opens a world for one MCP session. The gateway closes it.
 type OpenFunc func(ctx context.Context) (*execworld.World, error)
 
+// BorrowFunc lends a world to one MCP session: a world the gateway does
+// not own (a hosted workspace's). The gateway never closes it; it calls
+// release once, when the session is done with it (the session ended or
+// idled, or the gateway closed).
+type BorrowFunc func(ctx context.Context) (w *execworld.World, release func(), err error)
+
 // Options configure a Gateway.
 type Options struct {
-	// Open opens a session's world. Required.
+	// Open opens a session's world. Required unless Borrow is set.
 	Open OpenFunc
+	// Borrow, instead of Open, lends each session a world the gateway
+	// must not close (a workspace's); see BorrowFunc.
+	Borrow BorrowFunc
 	// Version is reported as the server version.
 	Version string
 	// Fetch is the template of web_fetch's options; its Dialer is
@@ -113,8 +122,8 @@ type Gateway struct {
 
 // New builds a gateway with its native tools.
 func New(opts *Options) (*Gateway, error) {
-	if opts == nil || opts.Open == nil {
-		return nil, errors.New("gateway: Options.Open is required")
+	if opts == nil || (opts.Open == nil) == (opts.Borrow == nil) {
+		return nil, errors.New("gateway: exactly one of Options.Open and Options.Borrow is required")
 	}
 	g := &Gateway{opts: *opts, sessions: map[*mcp.ServerSession]*session{}}
 	if g.opts.IdleTimeout == 0 {
@@ -289,11 +298,14 @@ type session struct {
 
 	openMu sync.Mutex // serialises opening the world
 
-	mu     sync.Mutex // guards the fields below
-	world  *execworld.World
-	lsp    LSPClient // the world's language servers, nil until an lsp call
-	spill  string    // the world's private spill directory
-	closed bool
+	mu    sync.Mutex // guards the fields below
+	world *execworld.World
+	// release gives a borrowed world back (Options.Borrow); nil for a
+	// world the session owns and closes.
+	release func()
+	lsp     LSPClient // the world's language servers, nil until an lsp call
+	spill   string    // the world's private spill directory
+	closed  bool
 	// closeDone is closed when the first close has finished.
 	closeDone chan struct{}
 	inflight  int
@@ -335,11 +347,11 @@ func (s *session) closeIdle(w *execworld.World) {
 		return
 	}
 	s.world, s.shell = nil, ""
-	spill, lc := s.spill, s.lsp
-	s.spill, s.lsp = "", nil
+	spill, lc, rel := s.spill, s.lsp, s.release
+	s.spill, s.lsp, s.release = "", nil, nil
 	s.mu.Unlock()
 	s.g.log.Info("closing an idle world", "session", s.id, "world", w.ID)
-	closeWorld(w, spill, lc)
+	closeWorld(w, spill, lc, rel)
 }
 
 // getWorld returns the session's world, opening it on first use.
@@ -356,22 +368,22 @@ func (s *session) getWorld(ctx context.Context) (*execworld.World, error) {
 		return w, nil
 	}
 	s.mu.Unlock()
-	w, err := s.g.opts.Open(ctx)
+	w, rel, err := s.g.world(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("opening this session's world: %w", err)
 	}
 	spill, err := os.MkdirTemp(s.g.opts.SpillDir, "dsh-spill-"+w.ID+"-")
 	if err != nil {
-		w.Close()
+		closeWorld(w, "", nil, rel)
 		return nil, fmt.Errorf("making the spill directory of world %s in %s: %w", w.ID, s.g.opts.SpillDir, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		closeWorld(w, spill, nil)
+		closeWorld(w, spill, nil, rel)
 		return nil, errClosed
 	}
-	s.world, s.spill = w, spill
+	s.world, s.spill, s.release = w, spill, rel
 	return w, nil
 }
 
@@ -416,8 +428,8 @@ func (s *session) close() error {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
-	w, spill, lc := s.world, s.spill, s.lsp
-	s.world, s.spill, s.lsp = nil, "", nil
+	w, spill, lc, rel := s.world, s.spill, s.lsp, s.release
+	s.world, s.spill, s.lsp, s.release = nil, "", nil, nil
 	s.mu.Unlock()
 	// A world being opened right now is closed by getWorld, which sees
 	// closed; wait for it so Close returns with nothing left.
@@ -426,19 +438,36 @@ func (s *session) close() error {
 	if w == nil {
 		return nil
 	}
-	return closeWorld(w, spill, lc)
+	return closeWorld(w, spill, lc, rel)
 }
 
-// closeWorld closes w, its language servers first (they run in it).
-func closeWorld(w *execworld.World, spill string, lc LSPClient) error {
+// world opens a session's world (Open), or borrows one (Borrow): then
+// release is non-nil.
+func (g *Gateway) world(ctx context.Context) (*execworld.World, func(), error) {
+	if g.opts.Borrow != nil {
+		w, rel, err := g.opts.Borrow(ctx)
+		if err == nil && rel == nil {
+			rel = func() {}
+		}
+		return w, rel, err
+	}
+	w, err := g.opts.Open(ctx)
+	return w, nil, err
+}
+
+// closeWorld closes w, its language servers first (they run in it); a
+// borrowed world (release non-nil) is given back instead of closed.
+func closeWorld(w *execworld.World, spill string, lc LSPClient, release func()) error {
 	var lerr error
 	if lc != nil {
 		if e := lc.Close(); e != nil && !errors.Is(e, execworld.ErrClosed) {
 			lerr = fmt.Errorf("closing the language servers of world %s: %w", w.ID, e)
 		}
 	}
-	err := w.Close()
-	if errors.Is(err, execworld.ErrClosed) {
+	var err error
+	if release != nil {
+		release()
+	} else if err = w.Close(); errors.Is(err, execworld.ErrClosed) {
 		err = nil
 	}
 	err = errors.Join(lerr, err)
