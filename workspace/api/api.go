@@ -83,9 +83,9 @@ type API struct {
 type scope int
 
 const (
-	scopePublic scope = iota // no token needed
-	scopeServer // the server's token only
-	scopeWorkspace // the server's or the workspace's ({name})
+	scopePublic    scope = iota // no token needed
+	scopeServer                 // the server's token only
+	scopeWorkspace              // the server's or the workspace's ({name})
 )
 
 // route is one route of the API; the mux and the OpenAPI test both read

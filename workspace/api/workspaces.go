@@ -228,4 +228,3 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, ws *workspace.Works
 func durationError(field string, d, max time.Duration) *apiError {
 	return errorf(http.StatusBadRequest, codeInvalid, "%s %v is over the server's %v maximum; ask for less", field, d, max)
 }
-
