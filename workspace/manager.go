@@ -596,7 +596,7 @@ func (m *Mgr) setPaused(name string, pause bool) (*Workspace, error) {
 		err = w.Resume()
 	}
 	if errors.Is(err, execworld.ErrCannotPause) {
-		return nil, fmt.Errorf("%w: workspace %q: %v", ErrConflict, name, err)
+		return nil, fmt.Errorf("%w: workspace %q: %w", ErrConflict, name, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: %w", name, err)

@@ -568,3 +568,12 @@ func TestPoolBacksOff(t *testing.T) {
 		t.Errorf("failed pool opens left directories: %v", ents)
 	}
 }
+
+func TestLimitsValidated(t *testing.T) {
+	m, _ := newMgr(t, &Options{})
+	for _, l := range []Limits{{Memory: "4k"}, {Pids: -1}, {CPUs: 100000}, {CPUs: -1}} {
+		if _, err := m.Create(bg, &CreateRequest{Name: "l", Template: Template{Limits: l}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "limits.") {
+			t.Errorf("limits %+v: %v, want ErrInvalid naming the limit", l, err)
+		}
+	}
+}

@@ -2,13 +2,13 @@ package workspace
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // Bounds of a request's inputs.
@@ -21,8 +21,6 @@ const (
 	MaxAllow = 64
 	// MaxImage is the longest image reference.
 	MaxImage = 255
-	// MaxPids is the most a workspace's pids limit may be.
-	MaxPids = 1 << 22
 )
 
 var (
@@ -112,15 +110,23 @@ func normalTemplate(t Template) (Template, error) {
 		}
 	}
 	if t.Limits.Memory != "" {
-		if _, err := config.ParseSize(t.Limits.Memory); err != nil {
+		n, err := config.ParseSize(t.Limits.Memory)
+		if err == nil {
+			err = sandbox.CheckMemory(n)
+		}
+		if err != nil {
 			return t, invalid("limits.memory: %v", err)
 		}
 	}
-	if t.Limits.Pids < 0 || t.Limits.Pids > MaxPids {
-		return t, invalid("limits.pids %d: give a number of processes from 1 to %d, or none for the server's default", t.Limits.Pids, MaxPids)
+	if t.Limits.Pids != 0 {
+		if err := sandbox.CheckPids(int64(t.Limits.Pids)); err != nil {
+			return t, invalid("limits.pids: %v (or none for the server's default)", err)
+		}
 	}
-	if t.Limits.CPUs < 0 || math.IsNaN(t.Limits.CPUs) || math.IsInf(t.Limits.CPUs, 0) || t.Limits.CPUs > 1024 {
-		return t, invalid("limits.cpus %v: give a positive number of CPUs such as 0.5 or 2, or none for the server's default", t.Limits.CPUs)
+	if t.Limits.CPUs != 0 {
+		if err := sandbox.CheckCPUs(t.Limits.CPUs); err != nil {
+			return t, invalid("limits.cpus: %v (or none for the server's default)", err)
+		}
 	}
 	return t, nil
 }
