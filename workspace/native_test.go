@@ -1,0 +1,220 @@
+package workspace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-dev/dsh/execworld"
+)
+
+var small = Template{Driver: "native", Limits: Limits{Memory: "32MiB", Pids: 64}}
+
+func newNativeMgr(t *testing.T, o *Options) (*Mgr, *nativeEnv) {
+	t.Helper()
+	env := newNative(t)
+	o.Opener = &realOpener{backends: map[string]execworld.Backend{"native": env.driver}}
+	m, _ := newMgr(t, o)
+	return m, env
+}
+
+func TestNativeCreateExecFilesDelete(t *testing.T) {
+	m, env := newNativeMgr(t, &Options{})
+	c := create(t, m, &CreateRequest{Name: "real", Template: small})
+	dir := dirOf(t, m, "real")
+	os.WriteFile(filepath.Join(dir, filesDir, "in"), []byte("from the host\n"), 0o644)
+	out := run(t, m, "real", "sh", "-c", "cat in; echo from the world > out; pwd")
+	if want := "from the host\n" + filepath.Join(dir, filesDir) + "\n"; out != want {
+		t.Errorf("the world printed %q, want %q", out, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, filesDir, "out")); string(b) != "from the world\n" {
+		t.Errorf("out = %q", b)
+	}
+	// The limits are the template's.
+	// (A world's cgroup is named OWNERPID-STARTTIME-WORLDID; the driver
+	// adds a reserve for its init's threads to the pids limit.)
+	for file, want := range map[string]string{"pids/%s/*-%s/pids.max": "64", "memory/%s/*-%s/memory.limit_in_bytes": "33554432"} {
+		ps, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", fmt.Sprintf(file, env.cgparent, c.Workspace.World)))
+		if len(ps) != 1 {
+			t.Errorf("cgroup files %s: %v, want one", file, ps)
+			continue
+		}
+		b, err := os.ReadFile(ps[0])
+		got, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		w, _ := strconv.Atoi(want)
+		if err != nil || got < w || (strings.Contains(file, "pids") && got >= w+64) || (!strings.Contains(file, "pids") && got != w) {
+			t.Errorf("%s = %q (%v), want %s", ps[0], b, err, want)
+		}
+	}
+	if !m.Authorize("real", c.Token) {
+		t.Error("token refused")
+	}
+	if err := m.Delete(bg, "real"); err != nil {
+		t.Fatal(err)
+	}
+	if left := env.leftovers(m.root); len(left) != 0 {
+		t.Errorf("left after delete: %v", left)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the workspace's directory is left: %v", err)
+	}
+}
+
+func TestNativeRestartComesBackStopped(t *testing.T) {
+	env := newNative(t)
+	root := t.TempDir()
+	op := &realOpener{backends: map[string]execworld.Backend{"native": env.driver}}
+	m, err := New(&Options{Root: root, Opener: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, m, &CreateRequest{Name: "n", Template: small})
+	run(t, m, "n", "sh", "-c", "echo kept > f")
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := env.leftovers(root); len(left) != 0 {
+		t.Errorf("left after Close: %v", left)
+	}
+	m2, _ := newMgr(t, &Options{Root: root, Opener: op})
+	if ws, err := m2.Get(bg, "n"); err != nil || ws.State != StateStopped {
+		t.Fatalf("after a restart: %+v, %v; want stopped", ws, err)
+	}
+	if out := run(t, m2, "n", "cat", "f"); out != "kept\n" {
+		t.Errorf("after a restart f = %q", out)
+	}
+}
+
+func TestNativePause(t *testing.T) {
+	m, _ := newNativeMgr(t, &Options{})
+	create(t, m, &CreateRequest{Name: "p", Template: small})
+	w, release, err := m.World(bg, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.Exec.Start(bg, &execworld.Cmd{Argv: []string{"sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > n; sleep 0.02; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	count := func() int {
+		b, _ := os.ReadFile(filepath.Join(w.FS.Root(), "n"))
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+	if !waitFor(5*time.Second, func() bool { return count() > 2 }) {
+		t.Fatal("the loop does not run")
+	}
+	if _, err := m.Pause(bg, "p"); errors.Is(err, ErrConflict) && errors.Is(err, execworld.ErrCannotPause) {
+		r.Stop()
+		t.Skipf("the native driver has no freezer on this branch yet: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	before := count()
+	time.Sleep(500 * time.Millisecond)
+	if after := count(); after != before {
+		t.Errorf("a paused world made progress: %d → %d", before, after)
+	}
+	if _, err := m.Resume(bg, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(5*time.Second, func() bool { return count() > before+2 }) {
+		t.Error("a resumed world makes no progress")
+	}
+	r.Stop()
+}
+
+// TestNativeLoad creates 50 small workspaces at once, runs a command in
+// each, measures what an idle workspace costs this process, deletes
+// them all at once and checks that nothing is left.
+func TestNativeLoad(t *testing.T) {
+	const n = 50
+	m, env := newNativeMgr(t, &Options{MaxWorkspaces: n})
+	heap0, rss0 := memNow()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("load-%02d", i)
+			if _, err := m.Create(bg, &CreateRequest{Name: name, Template: small}); err != nil {
+				errs <- err
+				return
+			}
+			w, release, err := m.World(bg, name)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer release()
+			var out bytes.Buffer
+			res, err := w.Exec.Run(bg, &execworld.Cmd{Argv: []string{"sh", "-c", "echo $0 | tee name", name}, Stdout: &out})
+			if err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				return
+			}
+			if res.ExitCode() != 0 || out.String() != name+"\n" {
+				errs <- fmt.Errorf("%s: exit %d, stdout %q", name, res.ExitCode(), out.String())
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("%d workspaces created and run in %s", n, time.Since(start))
+	if t.Failed() {
+		t.FailNow()
+	}
+	list, _ := m.List(bg)
+	if len(list) != n {
+		t.Fatalf("%d workspaces listed, want %d", len(list), n)
+	}
+	heap1, rss1 := memNow()
+	t.Logf("dsh's memory per idle native workspace: heap in use %.1f KiB, RSS %.1f KiB (over %d)",
+		float64(heap1-heap0)/n/1024, float64(rss1-rss0)/n/1024, n)
+	// The check below sees live worlds: their cgroups, state, processes.
+	if left := env.leftovers(m.root); len(left) < 2*n {
+		t.Fatalf("with %d worlds open, leftovers sees only %v", n, left)
+	}
+	for _, ws := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Delete(bg, ws.Name); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if left := env.leftovers(m.root); len(left) != 0 {
+		t.Errorf("left after deleting every workspace: %v", left)
+	}
+	if ents, _ := os.ReadDir(m.root); len(ents) != 0 {
+		t.Errorf("directories left under the root: %v", ents)
+	}
+}
+
+// memNow is this process's heap in use, after a GC, and its RSS.
+func memNow() (heap, rss uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b, _ := os.ReadFile("/proc/self/statm")
+	var size, res uint64
+	fmt.Sscan(string(b), &size, &res)
+	return ms.HeapInuse, res * uint64(os.Getpagesize())
+}
