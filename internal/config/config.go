@@ -22,6 +22,9 @@ type Config struct {
 	LSP LSP `mapstructure:"lsp"`
 	// MCP configures the MCP bridge (dsh mcp).
 	MCP MCP `mapstructure:"mcp"`
+	// Workspaces configures the workspaces of dsh serve --http
+	// (workspaces.go).
+	Workspaces Workspaces `mapstructure:"workspaces"`
 }
 
 // Sandbox configures the execution world's confinement.

@@ -34,6 +34,8 @@ func Default() Config {
 		Proxy: Proxy{},
 		LSP:   LSP{Servers: []LSPServer{}},
 		MCP:   MCP{Servers: []MCPServer{}},
+
+		Workspaces: DefaultWorkspaces(),
 	}
 }
 

@@ -49,6 +49,13 @@ var keyDocs = map[string]string{
 	"sandbox.workspace.overlay_size": "Most an overlay world can write (its upper layer, a tmpfs charged to\nthe world's memory limit): at least 1MiB, at most the memory limit;\nempty is half the memory limit, at most 1GiB. Flag --overlay-size.",
 	"lsp.servers":                    "Language servers beside the presets (gopls, typescript-language-server,\npyright-langserver, clangd, rust-analyzer), each run inside the world:\n{id, command, args, env: [KEY=VALUE], extensions: {\".go\": go},\ninitialization_options and settings (JSON text), readiness: none|progress|log|quiescent, readiness_pattern,\nreadiness_timeout, startup_timeout, request_timeout, image}. A server\nwith a preset's id or extension replaces that preset.",
 	"mcp.servers":                    mcpServersDoc,
+	"workspaces.root":                "State root of the workspaces: a directory per workspace (its state and\nfiles). Empty is /var/lib/dsh/workspaces for root, else\n$XDG_STATE_HOME/dsh/workspaces. Flag --workspace-root.",
+	"workspaces.max":                 "Most workspaces at once; a create beyond it is refused (429). Flag\n--max-workspaces.",
+	"workspaces.ttl":                 "TTL of a workspace whose create gives none. Flag --workspace-ttl.",
+	"workspaces.max_ttl":             "Most TTL a create or an extend may ask for. Flag --workspace-max-ttl.",
+	"workspaces.idle_timeout":        "Idle timeout of a workspace whose create gives none: its world is\nclosed (files kept) after this long without a request.",
+	"workspaces.max_file":            "Largest file read or written through the API, in bytes (413 beyond).\nFlag --max-file.",
+	"workspaces.pool":                "Warm pools, each TEMPLATE:N: N pre-opened worlds of\nDRIVER[,image=IMG][,memory=SIZE][,pids=N][,cpus=X], such as native:4.\nA create with that driver, image and limits takes one. Flag --pool.",
 }
 
 // sectionDocs introduce the sections of the example.
@@ -60,6 +67,7 @@ var sectionDocs = map[string]string{
 	"web.policy":        "Egress policy of web fetches (see docs/policy.md).",
 	"proxy":             "dsh proxy, the egress proxy.",
 	"mcp":               "dsh mcp: third-party MCP servers, each confined in its own world.",
+	"workspaces":        "Workspaces hosted by dsh serve --http (docs/WORKSPACES.md).",
 }
 
 // hostDependent are keys whose default depends on the host; the example

@@ -125,6 +125,16 @@ var trustTable = map[string]Class{
 	"proxy.listen":  Widening,
 	"proxy.audit":   Widening,
 	"proxy.metrics": Widening,
+	// Where workspaces keep their files on the host, how many and how
+	// long they live, and worlds opened ahead (zero values mean the
+	// built-in defaults, so no smaller number is surely narrower).
+	"workspaces.root":         Widening,
+	"workspaces.max":          Widening,
+	"workspaces.ttl":          Widening,
+	"workspaces.max_ttl":      Widening,
+	"workspaces.idle_timeout": Widening,
+	"workspaces.max_file":     Widening,
+	"workspaces.pool":         Widening,
 }
 
 // KeyClass returns the class of key: its row of the trust table, or

@@ -44,6 +44,7 @@ func (c *Config) Validate(drivers []string) error {
 	validateLSP(c.LSP, bad)
 	validatePolicy("network", c.Network, bad)
 	validatePolicy("web.policy", c.Web.Policy, bad)
+	validateWorkspaces(c.Workspaces, bad)
 
 	if _, err := time.ParseDuration(c.Web.Fetch.Timeout); c.Web.Fetch.Timeout != "" && err != nil {
 		bad("web.fetch.timeout", "%q is not a duration (use 30s, 2m)", c.Web.Fetch.Timeout)
