@@ -250,17 +250,12 @@ func TestValidation(t *testing.T) {
 		want         string
 	}{
 		{"GET", "/v1/workspaces/Bad_Name", nil, 400, "workspace name"},
-		{"POST", "/v1/workspaces", map[string]any{"name": "-x"}, 400, "workspace name"},
-		{"POST", "/v1/workspaces", map[string]any{"name": strings.Repeat("a", 64)}, 400, "workspace name"},
+		{"GET", "/v1/workspaces/" + strings.Repeat("a", 64), nil, 400, "workspace name"},
 		{"POST", "/v1/workspaces", `{"name":"x","colour":"red"}`, 400, "colour"},
 		{"POST", "/v1/workspaces", `{"name":"x"} {"name":"y"}`, 400, "one object"},
 		{"POST", "/v1/workspaces", `{"name":`, 400, "JSON"},
 		{"POST", "/v1/workspaces", `{"ttl":"soon"}`, 400, "soon"},
 		{"POST", "/v1/workspaces", `{"ttl":"-1h"}`, 400, "negative"},
-		{"POST", "/v1/workspaces", `{"limits":{"pids":-1}}`, 400, "pids"},
-		{"POST", "/v1/workspaces", `{"limits":{"cpus":-0.5}}`, 400, "cpus"},
-		{"POST", "/v1/workspaces", `{"allow":[""]}`, 400, "allow[0]"},
-		{"POST", "/v1/workspaces", `{"labels":{"bad key":"v"}}`, 400, "label key"},
 		{"POST", "/v1/workspaces", `{"name":"` + strings.Repeat("x", 5000) + `"}`, 413, "4096-byte"},
 		{"POST", "/v1/workspaces/alpha/extend", `{}`, 400, "positive"},
 		{"POST", "/v1/workspaces/alpha/extend", `{"by":"48h"}`, 400, "maximum"},

@@ -4,34 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/dsh-dev/dsh/workspace"
 )
 
-// Bounds of a create's inputs, beyond which it is 400.
-const (
-	maxLabels     = 64
-	maxLabelKey   = 63
-	maxLabelValue = 256
-	maxAllow      = 256
-	maxAllowEntry = 300
-	maxImage      = 512
-)
-
-var (
-	nameRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	labelKeyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
-)
-
 // checkName validates a workspace name of a route or a create.
 func checkName(name string) *apiError {
-	if !nameRE.MatchString(name) {
-		return errorf(http.StatusBadRequest, codeInvalid, "workspace name %q: use 1 to 63 of a-z, 0-9 and -, starting with a letter or digit (such as build-42)", trunc(name))
+	if err := workspace.ValidName(name); err != nil {
+		return &apiError{http.StatusBadRequest, codeInvalid, "workspace " + strings.TrimPrefix(err.Error(), workspace.ErrInvalid.Error()+": ")}
 	}
 	return nil
 }
@@ -78,63 +61,14 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any, empty bool) 
 	return nil
 }
 
-// checkCreate validates the shape of a create; the Manager validates
-// what only it knows (the driver, the image, the limits' ranges, the
-// TTL's maximum, the allow entries' syntax) and says ErrInvalid.
-func checkCreate(req *workspace.CreateRequest) *apiError {
-	if req.Name != "" {
-		if e := checkName(req.Name); e != nil {
-			return e
-		}
-	}
-	if strings.ContainsAny(req.Driver, " \t\n/\x00") || len(req.Driver) > 32 {
-		return errorf(http.StatusBadRequest, codeInvalid, "driver %q: name a driver such as native or docker", trunc(req.Driver))
-	}
-	if len(req.Image) > maxImage || strings.ContainsAny(req.Image, " \t\n\x00") {
-		return errorf(http.StatusBadRequest, codeInvalid, "image %q: give an image reference such as dsh/base:latest", trunc(req.Image))
-	}
-	l := req.Limits
-	if l.Pids < 0 {
-		return errorf(http.StatusBadRequest, codeInvalid, "limits.pids %d is negative: give a process count such as 256, or 0 for the server's default", l.Pids)
-	}
-	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
-		return errorf(http.StatusBadRequest, codeInvalid, "limits.cpus %v: give CPUs' worth of time such as 0.5, or 0 for the server's default", l.CPUs)
-	}
-	if len(l.Memory) > 32 {
-		return errorf(http.StatusBadRequest, codeInvalid, "limits.memory %q: give a size such as 256MiB", trunc(l.Memory))
-	}
-	if len(req.Allow) > maxAllow {
-		return errorf(http.StatusBadRequest, codeInvalid, "allow has %d entries, over %d; allow a CIDR or *.domain instead of many hosts", len(req.Allow), maxAllow)
-	}
-	for i, e := range req.Allow {
-		if e == "" || len(e) > maxAllowEntry || strings.ContainsAny(e, " \t\n\x00") {
-			return errorf(http.StatusBadRequest, codeInvalid, "allow[%d] %q: give an entry such as example.org:443, *.example.org or 10.0.0.0/8", i, trunc(e))
-		}
-	}
-	if len(req.Labels) > maxLabels {
-		return errorf(http.StatusBadRequest, codeInvalid, "labels has %d entries, over %d", len(req.Labels), maxLabels)
-	}
-	for k, v := range req.Labels {
-		if len(k) > maxLabelKey || !labelKeyRE.MatchString(k) {
-			return errorf(http.StatusBadRequest, codeInvalid, "label key %q: use 1 to %d of A-Z, a-z, 0-9, '.', '_', '/' and '-', starting with a letter or digit", trunc(k), maxLabelKey)
-		}
-		if len(v) > maxLabelValue || strings.IndexByte(v, 0) >= 0 {
-			return errorf(http.StatusBadRequest, codeInvalid, "label %q: its value is over %d bytes or holds a NUL byte", k, maxLabelValue)
-		}
-	}
-	return nil
-}
-
 func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	var req workspace.CreateRequest
 	if e := a.decode(w, r, &req, true); e != nil {
 		writeError(w, e)
 		return
 	}
-	if e := checkCreate(&req); e != nil {
-		writeError(w, e)
-		return
-	}
+	// The Manager validates the request (name, template, allow
+	// entries, durations, labels): one set of rules, its ErrInvalid 400.
 	c, err := a.m.Create(r.Context(), &req)
 	if err != nil {
 		a.fail(w, r, err)
