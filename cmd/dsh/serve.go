@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,18 +81,33 @@ world.
 One JSON line per tool call (call, session, world, tool, arguments with
 secrets and file contents redacted, status, exit code, duration, bytes)
 goes to --audit (default stderr). On SIGTERM or SIGINT calls in flight get
---grace to finish, then every world is closed and dsh serve exits 0.`,
+--grace to finish, then every world is closed and dsh serve exits 0.
+
+With --http, dsh serve also hosts workspaces (docs/WORKSPACES.md; off with
+--no-workspaces): named, persistent worlds under /v1/workspaces, each a
+directory under --workspace-root with a TTL (--workspace-ttl, at most
+--workspace-max-ttl), an idle timeout, pause and resume, and a token of
+its own, returned by its create, that reaches only that workspace's
+routes. The server's token reaches every route; create and list need it.
+Each workspace is also an MCP endpoint, /v1/workspaces/NAME/mcp: these
+tools, bound to its world. --pool keeps worlds open ahead for creates of a
+template. GET /v1/openapi.json describes the API. The workspaces of an
+earlier run come back (docker ones running, native ones stopped until
+their next use); expired ones are deleted.`,
 		Example: `  dsh serve
   dsh serve --workspace ~/src/project --memory 1GiB
   dsh serve --http 127.0.0.1:8765
   DSH_SERVE_TOKEN=$(cat ~/.dsh-token) dsh serve --http 0.0.0.0:8765
   dsh serve --http 127.0.0.1:8765 --token-file ~/.dsh-token --audit /var/log/dsh-tools.jsonl
+  dsh serve --http 0.0.0.0:8765 --token-file ~/.dsh-token --pool native:4 --workspace-ttl 2h
+  curl -H "Authorization: Bearer $(cat ~/.dsh-token)" -d '{"name":"build-1"}' http://127.0.0.1:8765/v1/workspaces
   claude mcp add dsh -- dsh serve --workspace "$PWD"`,
 		Args: cobra.NoArgs,
 		RunE: runServe,
 	}
 	addWorldFlags(cmd)
 	addServeFlags(cmd)
+	addWorkspaceServeFlags(cmd)
 	return cmd
 }
 
@@ -222,8 +238,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	defer closeSkills()
 	metrics := newServeMetrics()
-	g, err := gateway.New(&gateway.Options{
-		Open:           open,
+	gopts := gateway.Options{
 		Version:        version,
 		Fetch:          fetch,
 		Search:         search,
@@ -234,9 +249,10 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Observe:        metrics.observe,
 		LSP:            lspFactory,
-		Bridge:         br,
-		Skills:         sk,
-	})
+	}
+	sessions := gopts
+	sessions.Open, sessions.Bridge, sessions.Skills = open, br, sk
+	g, err := gateway.New(&sessions)
 	if err != nil {
 		return err
 	}
@@ -245,7 +261,14 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if s.http == "" {
 		return serveStdio(ctx, g, s, stderr)
 	}
-	return serveHTTP(ctx, g, s, token, loopback, metrics, stderr)
+	var wh *workspaceHost
+	if no, _ := cmd.Flags().GetBool("no-workspaces"); !no {
+		if wh, err = hostWorkspaces(cmd, cfg, o, s, token, webPolicy, proxyAudit, stderr, workspaceMCP(gopts, cfg)); err != nil {
+			g.Close()
+			return err
+		}
+	}
+	return serveHTTP(ctx, g, wh, s, token, loopback, metrics, stderr)
 }
 
 // serveToken reads the bearer token: --token-file, else $DSH_SERVE_TOKEN.
@@ -368,10 +391,17 @@ func closeGateway(g *gateway.Gateway) error {
 }
 
 // serveHTTP serves Streamable HTTP until a signal comes.
-func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token string, loopback bool, m *serveMetrics, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, g *gateway.Gateway, wh *workspaceHost, s serveSettings, token string, loopback bool, m *serveMetrics, stderr io.Writer) error {
+	closeAll := func() error {
+		var err error
+		if wh != nil {
+			err = wh.Close()
+		}
+		return errors.Join(err, closeGateway(g))
+	}
 	l, err := net.Listen("tcp", s.http)
 	if err != nil {
-		g.Close()
+		closeAll()
 		return exitf(1, "--http %s: %v", s.http, err)
 	}
 	h := mcpHandler(g, s)
@@ -379,6 +409,12 @@ func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token s
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", guard.wrap(h))
 	mux.Handle("/metrics", guard.wrap(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})))
+	if wh != nil {
+		// The API checks tokens itself (the server's or a workspace's);
+		// the Origin rule is the guard's.
+		origins := &httpGuard{loopback: loopback, origins: s.allowOrigins}
+		mux.Handle("/v1/", origins.wrap(wh.Handler()))
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
@@ -389,11 +425,14 @@ func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token s
 		auth = "bearer token required"
 	}
 	fmt.Fprintf(stderr, "dsh serve: listening on http://%s/mcp (%s)\n", l.Addr(), auth)
+	if wh != nil {
+		fmt.Fprintf(stderr, "dsh serve: workspaces at http://%s/v1/workspaces (under %s)\n", l.Addr(), wh.root)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {
 	case err := <-served:
-		g.Close()
+		closeAll()
 		return exitf(1, "serving HTTP on %s: %v", l.Addr(), err)
 	case <-ctx.Done():
 	}
@@ -402,7 +441,7 @@ func serveHTTP(ctx context.Context, g *gateway.Gateway, s serveSettings, token s
 	shut := make(chan struct{})
 	go func() { srv.Shutdown(sctx); close(shut) }()
 	drain(g, s.grace, stderr)
-	err = closeGateway(g)
+	err = closeAll()
 	// Streams still open (a client's GET) end with the server.
 	select {
 	case <-shut:
