@@ -39,7 +39,7 @@ func requireNativeServe(t *testing.T) {
 // configuration, a workspace of its own.
 func serveEnv(t *testing.T) []string {
 	t.Helper()
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir(), "DSH_WORKSPACES_ROOT=" + t.TempDir()}
 	return env
 }
 

@@ -570,3 +570,22 @@ func TestOpenAPICoversTheRoutes(t *testing.T) {
 		}
 	}
 }
+
+// The answer's header comes when the command starts, not with its first
+// output: a client of a quiet command knows that it runs.
+func TestExecAnswersBeforeOutput(t *testing.T) {
+	f := newFixture(t, nil)
+	f.create(t, "alpha")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", f.srv.URL+"/v1/workspaces/alpha/exec", strings.NewReader(`{"argv":["sleep","30"]}`))
+	req.Header.Set("Authorization", "Bearer "+serverToken)
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("no answer while a quiet command runs: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}

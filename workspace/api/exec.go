@@ -100,6 +100,9 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	// The answer starts now, not with the first output: a client sees
+	// that the command runs even while it prints nothing.
+	s.begin()
 	stop := context.AfterFunc(r.Context(), run.Stop)
 	res, err := run.Wait()
 	stop()
@@ -125,6 +128,27 @@ type stream struct {
 	failed  bool
 }
 
+// begin sends the answer's header, flushed, unless output did first.
+func (s *stream) begin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		s.writeHeader()
+		if s.flush != nil {
+			s.flush()
+		}
+	}
+}
+
+func (s *stream) writeHeader() {
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	s.w.WriteHeader(http.StatusOK)
+}
+
 func (s *stream) event(ev *workspace.ExecEvent) error {
 	line, err := json.Marshal(ev)
 	if err != nil {
@@ -137,12 +161,7 @@ func (s *stream) event(ev *workspace.ExecEvent) error {
 		return errGone
 	}
 	if !s.started {
-		s.started = true
-		h := s.w.Header()
-		h.Set("Content-Type", "application/x-ndjson")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "no-store")
-		s.w.WriteHeader(http.StatusOK)
+		s.writeHeader()
 	}
 	if _, err := s.w.Write(line); err != nil {
 		s.failed = true
