@@ -39,6 +39,7 @@ causes can escape it.`,
 		newLSPCmd(),
 		newMCPCmd(),
 		newSkillsCmd(),
+		newWorldCmd(),
 		newExitCodesTopic(),
 	)
 	contractCommands(root)
