@@ -177,6 +177,16 @@ func testWorkspaceLifecycle(t *testing.T, driver string) {
 	if code, _ := s.do(t, tok, "GET", "/v1/workspaces", nil); code != 403 {
 		t.Fatalf("a workspace token on list: %d", code)
 	}
+	// The Origin rule of /mcp holds for /v1: a page elsewhere cannot
+	// drive a workspace, whatever token it has.
+	req, _ := http.NewRequest("GET", s.base+"/v1/workspaces/e2e", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Fatalf("a foreign Origin on /v1: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if _, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
 		&mcp.StreamableClientTransport{Endpoint: s.base + "/v1/workspaces/e2e/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: &bearer{token: other.Token, rt: http.DefaultTransport}}}, nil); err == nil {
 		t.Fatal("other's token connected to e2e's MCP endpoint")
