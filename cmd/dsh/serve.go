@@ -162,6 +162,9 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return exitf(2, "%v", err)
 	}
+	if err := checkWorkspaceFlags(cmd, s.http); err != nil {
+		return err
+	}
 	if s.http == "" && (token != "" && s.tokenFile != "") {
 		return exitf(2, "--token-file applies to --http only: stdio has no one to authenticate; drop it or add --http ADDR")
 	}

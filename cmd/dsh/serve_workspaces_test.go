@@ -351,3 +351,45 @@ func TestServeWorkspacesRestartDocker(t *testing.T) {
 		t.Errorf("containers of the workspaces left: %v", left)
 	}
 }
+
+// A create whose template equals a pool's takes a pre-opened world.
+func TestServeWorkspacesPoolNative(t *testing.T) {
+	requireNativeServe(t)
+	s := startWorkspaceServe(t, t.TempDir(), "--pool", "native,memory=128MiB:1")
+	var c, other workspace.Created
+	waitUntil(t, "a create taking the pooled world", 30*time.Second, func() bool {
+		code, b := s.do(t, wsServerToken, "POST", "/v1/workspaces", map[string]any{"driver": "native", "limits": map[string]any{"memory": "128MiB"}})
+		if code != 201 {
+			t.Fatalf("create: %d %s", code, b)
+		}
+		json.Unmarshal(b, &c)
+		if !c.Workspace.Pooled {
+			s.must(t, 204, nil, wsServerToken, "DELETE", "/v1/workspaces/"+c.Workspace.Name, nil)
+		}
+		return c.Workspace.Pooled
+	})
+	if out, code := s.exec(t, c.Token, c.Workspace.Name, "sh", "-c", "ls -A | grep -c . ; echo ok"); code != 0 || !strings.HasSuffix(out, "ok\n") {
+		t.Fatalf("exec in the pooled workspace: %q %d", out, code)
+	}
+	s.must(t, 201, &other, wsServerToken, "POST", "/v1/workspaces", map[string]any{"driver": "native", "limits": map[string]any{"memory": "64MiB"}})
+	if other.Workspace.Pooled {
+		t.Error("a create of another template took a pooled world")
+	}
+}
+
+func TestServeWorkspaceFlagsNeedHTTP(t *testing.T) {
+	out, err := exec.Command(staticDsh(t), "serve", "--pool", "native:1").CombinedOutput()
+	if code := procExit(err); code != 2 || !strings.Contains(string(out), "--pool applies to --http only") {
+		t.Fatalf("dsh serve --pool without --http: exit %d: %s", code, out)
+	}
+}
+
+func procExit(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}

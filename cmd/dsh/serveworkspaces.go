@@ -43,6 +43,23 @@ func addWorkspaceServeFlags(cmd *cobra.Command) {
 	bindConfigFlag(cmd, "max-file", "workspaces.max_file")
 }
 
+// workspaceFlags are the flags of addWorkspaceServeFlags.
+var workspaceFlags = []string{"workspace-root", "max-workspaces", "workspace-ttl", "workspace-max-ttl", "max-file", "pool", "no-workspaces"}
+
+// checkWorkspaceFlags refuses a workspace flag without --http: stdio
+// hosts no workspaces.
+func checkWorkspaceFlags(cmd *cobra.Command, http string) error {
+	if http != "" {
+		return nil
+	}
+	for _, name := range workspaceFlags {
+		if cmd.Flags().Changed(name) {
+			return exitf(2, "--%s applies to --http only: workspaces are served over HTTP; add --http ADDR or drop it", name)
+		}
+	}
+	return nil
+}
+
 // workspaceRoot is the state root of the workspaces: the configured one,
 // else /var/lib/dsh/workspaces for root, else
 // $XDG_STATE_HOME/dsh/workspaces (~/.local/state/dsh/workspaces).
