@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -72,7 +73,35 @@ func (a *API) mcpFor(ws *workspace.Workspace) (*mcpEntry, error) {
 	}
 	e := &mcpEntry{created: ws.CreatedAt, g: g, h: gateway.HTTPHandler(g, idle, a.opts.MCPMaxBody)}
 	a.mcp[name] = e
+	// Workspaces reaped at their TTL leave endpoints behind: drop them.
+	go a.sweepMCP()
 	return e, nil
+}
+
+// sweepMCP drops the endpoints of workspaces that are gone.
+func (a *API) sweepMCP() {
+	a.mu.Lock()
+	entries := make(map[string]*mcpEntry, len(a.mcp))
+	for n, e := range a.mcp {
+		entries[n] = e
+	}
+	a.mu.Unlock()
+	for n, e := range entries {
+		if _, err := a.m.Get(context.Background(), n); !errors.Is(err, workspace.ErrNotFound) {
+			continue
+		}
+		a.mu.Lock()
+		// Only the endpoint seen gone: a workspace made since under the
+		// name keeps its new one.
+		same := a.mcp[n] == e
+		if same {
+			delete(a.mcp, n)
+		}
+		a.mu.Unlock()
+		if same {
+			e.g.Close()
+		}
+	}
 }
 
 // dropMCP ends the MCP sessions of a workspace, giving its world back.

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/workspace"
+)
+
+func testOpener(t *testing.T, edit func(*config.Config)) *workspaceOpener {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Sandbox.Workspace.Mode = "overlay"
+	if edit != nil {
+		edit(&cfg)
+	}
+	return &workspaceOpener{cfg: &cfg}
+}
+
+// A workspace's world is the configuration's, with the template's
+// driver, image and limits, over the workspace's directory, read-write.
+func TestWorkspaceOpenerPlan(t *testing.T) {
+	dir := t.TempDir()
+	o := testOpener(t, nil)
+	p, err := o.plan(dir, workspace.Template{Driver: "docker", Image: "dsh/base:latest", Limits: workspace.Limits{Memory: "64MiB", Pids: 32, CPUs: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.driver.name != "docker" || p.spec.Image != "dsh/base:latest" || p.spec.Workspace != dir || p.spec.WorkspaceMode != "rw" {
+		t.Errorf("plan: driver %s image %s workspace %s mode %s", p.driver.name, p.spec.Image, p.spec.Workspace, p.spec.WorkspaceMode)
+	}
+	r := p.spec.Resources
+	if *r.Memory.Limit != 64<<20 || *r.Pids.Limit != 32 || *r.CPU.Quota*2 != int64(*r.CPU.Period) {
+		t.Errorf("limits: memory %d pids %d cpu %d/%d", *r.Memory.Limit, *r.Pids.Limit, *r.CPU.Quota, *r.CPU.Period)
+	}
+	if o.cfg.Sandbox.Driver != "native" || o.cfg.Sandbox.Limits.Memory != "2GiB" {
+		t.Error("planning a workspace changed the server's configuration")
+	}
+	for _, tc := range []struct {
+		edit func(*config.Config)
+		t    workspace.Template
+		want string
+	}{
+		{nil, workspace.Template{Driver: "native", Image: "alpine"}, "--image"},
+		{nil, workspace.Template{Driver: "host"}, "no confinement"},
+		{nil, workspace.Template{Driver: "vm"}, "vm"},
+		{nil, workspace.Template{Driver: "native", Limits: workspace.Limits{Memory: "1k"}}, "memory"},
+		{func(c *config.Config) { c.Sandbox.Limits.Off = true }, workspace.Template{Driver: "native", Limits: workspace.Limits{Pids: 5}}, "without limits"},
+	} {
+		_, err := testOpener(t, tc.edit).plan(dir, tc.t)
+		if !errors.Is(err, workspace.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("plan %+v: %v, want ErrInvalid naming %q", tc.t, err, tc.want)
+		}
+	}
+}
+
+func TestWorkspaceOpenerPolicy(t *testing.T) {
+	o := testOpener(t, nil)
+	if _, err := o.Policy([]string{"example.org:443", "10.0.0.0/8"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Policy([]string{"exa mple"}); !errors.Is(err, workspace.ErrInvalid) {
+		t.Errorf("a bad allow entry: %v, want ErrInvalid", err)
+	}
+}
+
+func TestWorkspaceRoot(t *testing.T) {
+	cfg := config.Default()
+	cfg.Workspaces.Root = "/srv/ws"
+	if r, _ := workspaceRoot(&cfg); r != "/srv/ws" {
+		t.Errorf("configured root: %s", r)
+	}
+	cfg.Workspaces.Root = ""
+	r, err := workspaceRoot(&cfg)
+	if err != nil || !filepath.IsAbs(r) || !strings.HasSuffix(r, "workspaces") {
+		t.Errorf("default root: %s %v", r, err)
+	}
+}
