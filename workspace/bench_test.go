@@ -68,6 +68,7 @@ func benchCreate(b *testing.B, drv string, pooled bool) {
 		}
 	}
 	ds := make([]time.Duration, 0, b.N)
+	creates := make([]time.Duration, 0, b.N)
 	i := 0
 	waitPool()
 	b.ResetTimer()
@@ -79,6 +80,7 @@ func benchCreate(b *testing.B, drv string, pooled bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		creates = append(creates, time.Since(t0))
 		w, release, err := m.World(bg, name)
 		if err != nil {
 			b.Fatal(err)
@@ -100,6 +102,8 @@ func benchCreate(b *testing.B, drv string, pooled bool) {
 		b.StartTimer()
 	}
 	reportPercentiles(b, ds)
+	slices.Sort(creates)
+	b.ReportMetric(float64(creates[len(creates)/2].Microseconds())/1000, "create-p50-ms")
 }
 
 func reportPercentiles(b *testing.B, ds []time.Duration) {
