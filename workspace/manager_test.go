@@ -446,8 +446,8 @@ func TestRestart(t *testing.T) {
 		t.Errorf("Get after Close = %v, want ErrClosed", err)
 	}
 	// What a crash leaves: a create cut short (no workspace.json), a torn
-	// one, a temporary record.
-	for name, content := range map[string]string{"w-cut": "", "w-torn": `{"version":1,"na`} {
+	// one, a pool world's directory, a temporary record.
+	for name, content := range map[string]string{"w-cut": "", "w-torn": `{"version":1,"na`, "p-pooled": ""} {
 		os.MkdirAll(filepath.Join(root, name, filesDir), 0o700)
 		if content != "" {
 			os.WriteFile(filepath.Join(root, name, recordFile), []byte(content), 0o600)
@@ -474,7 +474,7 @@ func TestRestart(t *testing.T) {
 	if got := f.openCount() - opens; got != 2 {
 		t.Errorf("the restart opened %d worlds, want the 2 docker ones", got)
 	}
-	for _, d := range []string{soonDir, filepath.Join(root, "w-cut"), filepath.Join(root, "w-torn"), filepath.Join(natDir, recordFile+".tmp123")} {
+	for _, d := range []string{soonDir, filepath.Join(root, "w-cut"), filepath.Join(root, "w-torn"), filepath.Join(root, "p-pooled"), filepath.Join(natDir, recordFile+".tmp123")} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is left after the restart", d)
 		}
