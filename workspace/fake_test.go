@@ -76,12 +76,13 @@ func (f *fakeOpener) openCount() int {
 // state.
 type freezeBackend struct {
 	*execworldtest.Backend
+	noFreeze bool // a driver without a freezer
 }
 
 func (b *freezeBackend) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (sandbox.Instance, error) {
 	in, err := b.Backend.Open(ctx, spec, opts)
-	if err != nil {
-		return nil, err
+	if err != nil || b.noFreeze {
+		return in, err
 	}
 	return &freezeInstance{Instance: in}, nil
 }

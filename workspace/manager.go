@@ -578,7 +578,11 @@ func (m *Mgr) setPaused(name string, pause bool) (*Workspace, error) {
 	e.op.Lock()
 	defer e.op.Unlock()
 	e.mu.Lock()
-	w, rec := e.world, e.rec
+	w := e.world
+	if w != nil && pause {
+		// New users are refused from here on, before the freeze.
+		e.rec.Paused = true
+	}
 	e.mu.Unlock()
 	if w == nil {
 		if !pause {
@@ -595,22 +599,23 @@ func (m *Mgr) setPaused(name string, pause bool) (*Workspace, error) {
 	} else {
 		err = w.Resume()
 	}
+	// The state is the world's, whatever happened.
+	e.mu.Lock()
+	e.rec.Paused = w.Paused()
+	e.rec.LastUsed = time.Now()
+	rec := e.rec
+	ws := e.view()
+	e.mu.Unlock()
+	m.poke()
 	if errors.Is(err, execworld.ErrCannotPause) {
 		return nil, fmt.Errorf("%w: workspace %q: %w", ErrConflict, name, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: %w", name, err)
 	}
-	rec.Paused = pause
-	rec.LastUsed = time.Now()
 	if err := writeRecord(e.dir, &rec); err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	e.rec.Paused, e.rec.LastUsed = pause, rec.LastUsed
-	ws := e.view()
-	e.mu.Unlock()
-	m.poke()
 	return &ws, nil
 }
 

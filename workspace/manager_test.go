@@ -577,3 +577,18 @@ func TestLimitsValidated(t *testing.T) {
 		}
 	}
 }
+
+func TestPauseWithoutAFreezer(t *testing.T) {
+	f := newFakeOpener()
+	f.b.noFreeze = true
+	m, _ := newMgr(t, &Options{Opener: f})
+	create(t, m, &CreateRequest{Name: "nf"})
+	_, err := m.Pause(bg, "nf")
+	if !errors.Is(err, ErrConflict) || !errors.Is(err, execworld.ErrCannotPause) {
+		t.Fatalf("Pause without a freezer = %v, want ErrConflict and ErrCannotPause", err)
+	}
+	if ws, _ := m.Get(bg, "nf"); ws.State != StateRunning {
+		t.Errorf("after a failed pause: %+v", ws)
+	}
+	run(t, m, "nf", "true")
+}
