@@ -42,8 +42,8 @@ type pooled struct {
 // retried after a backoff.
 const (
 	poolRefillDelay = 50 * time.Millisecond
-	poolBackoffMin = 100 * time.Millisecond
-	poolBackoffMax = 30 * time.Second
+	poolBackoffMin  = 100 * time.Millisecond
+	poolBackoffMax  = 30 * time.Second
 )
 
 func newPool(m *Mgr, ps PoolSpec, sem chan struct{}) *pool {
