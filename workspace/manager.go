@@ -124,6 +124,7 @@ type entry struct {
 	released chan struct{} // closed when refs drops to 0; nil while 0
 	creating bool          // reserved by a create not yet done
 	deleting bool
+	closing  bool // world is being closed (idle, Close): no new users
 }
 
 func (e *entry) files() string { return filepath.Join(e.dir, filesDir) }
@@ -506,7 +507,7 @@ func (m *Mgr) acquire(e *entry) (w *execworld.World, release func(), err error, 
 	switch {
 	case e.deleting:
 		return nil, nil, notFound(e.rec.Name), true
-	case e.world == nil:
+	case e.world == nil || e.closing:
 		return nil, nil, nil, false
 	case e.rec.Paused:
 		return nil, nil, fmt.Errorf("%w: workspace %q is paused; resume it first", ErrConflict, e.rec.Name), true
@@ -755,13 +756,18 @@ func (m *Mgr) closeWorld(e *entry, wait bool) error {
 		e.mu.Unlock()
 		return nil
 	}
-	e.world = nil
+	// It is stopped once its world is gone; until then, new users wait
+	// on e.op and then open a new one.
+	e.closing = true
 	rec := e.rec
 	e.mu.Unlock()
 	var errs []error
 	if err := w.Close(); err != nil && !errors.Is(err, execworld.ErrClosed) {
 		errs = append(errs, fmt.Errorf("workspace %s: closing its world: %w", rec.Name, err))
 	}
+	e.mu.Lock()
+	e.world, e.closing = nil, false
+	e.mu.Unlock()
 	if err := writeRecord(e.dir, &rec); err != nil {
 		errs = append(errs, err)
 	}

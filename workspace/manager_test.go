@@ -281,7 +281,7 @@ func TestTTLReaps(t *testing.T) {
 
 func TestExtend(t *testing.T) {
 	m, _ := newMgr(t, &Options{MaxTTL: time.Hour})
-	c := create(t, m, &CreateRequest{Name: "e", TTL: Duration(300 * time.Millisecond)})
+	c := create(t, m, &CreateRequest{Name: "e", TTL: Duration(time.Second)})
 	ws, err := m.Extend(bg, "e", 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestExtend(t *testing.T) {
 			t.Errorf("Extend by %s = %v, want ErrInvalid", by, err)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // past the first TTL
+	time.Sleep(time.Until(c.Workspace.ExpiresAt) + 300*time.Millisecond) // past the first TTL
 	if _, err := m.Get(bg, "e"); err != nil {
 		t.Errorf("an extended workspace was reaped at its old TTL: %v", err)
 	}
@@ -313,20 +313,22 @@ func TestExtend(t *testing.T) {
 
 func TestIdleClosesTheWorld(t *testing.T) {
 	m, f := newMgr(t, &Options{})
-	create(t, m, &CreateRequest{Name: "idle", IdleTimeout: Duration(300 * time.Millisecond)})
-	run(t, m, "idle", "sh", "-c", "echo kept > f")
+	create(t, m, &CreateRequest{Name: "idle", IdleTimeout: Duration(time.Second)})
 	// In use, it stays open past its idle timeout.
 	w, release, err := m.World(bg, "idle")
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
+	if _, err := w.Exec.Run(bg, &execworld.Cmd{Argv: []string{"sh", "-c", "echo kept > f"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
 	if ws, _ := m.Get(bg, "idle"); ws.State != StateRunning {
 		t.Fatalf("a world in use was closed as idle: %+v", ws)
 	}
 	release()
 	release() // twice is harmless
-	if !waitFor(3*time.Second, func() bool { ws, _ := m.Get(bg, "idle"); return ws.State == StateStopped }) {
+	if !waitFor(5*time.Second, func() bool { ws, _ := m.Get(bg, "idle"); return ws.State == StateStopped }) {
 		t.Fatal("an idle world is not closed")
 	}
 	if _, err := w.Exec.Run(bg, &execworld.Cmd{Argv: []string{"true"}}); !errors.Is(err, execworld.ErrClosed) {
@@ -346,7 +348,7 @@ func TestIdleClosesTheWorld(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	m, _ := newMgr(t, &Options{})
-	create(t, m, &CreateRequest{Name: "p", IdleTimeout: Duration(200 * time.Millisecond)})
+	create(t, m, &CreateRequest{Name: "p", IdleTimeout: Duration(time.Second)})
 	ws, err := m.Pause(bg, "p")
 	if err != nil || ws.State != StatePaused {
 		t.Fatalf("Pause = %+v, %v", ws, err)
@@ -358,7 +360,7 @@ func TestPauseResume(t *testing.T) {
 	if !rec.Paused {
 		t.Error("the pause is not persisted")
 	}
-	time.Sleep(400 * time.Millisecond) // past the idle timeout: a paused world keeps its memory
+	time.Sleep(1500 * time.Millisecond) // past the idle timeout: a paused world keeps its memory
 	if ws, _ := m.Get(bg, "p"); ws.State != StatePaused {
 		t.Errorf("a paused world was closed as idle: %+v", ws)
 	}
@@ -369,7 +371,7 @@ func TestPauseResume(t *testing.T) {
 		t.Error("the resume is not persisted")
 	}
 	run(t, m, "p", "true")
-	if !waitFor(3*time.Second, func() bool { ws, _ := m.Get(bg, "p"); return ws.State == StateStopped }) {
+	if !waitFor(5*time.Second, func() bool { ws, _ := m.Get(bg, "p"); return ws.State == StateStopped }) {
 		t.Fatal("an idle world is not closed after its resume")
 	}
 	if _, err := m.Pause(bg, "p"); !errors.Is(err, ErrConflict) {
@@ -431,11 +433,11 @@ func TestRestart(t *testing.T) {
 	create(t, m, &CreateRequest{Name: "dock", Template: Template{Driver: "docker", Image: "dsh/base:latest"}})
 	create(t, m, &CreateRequest{Name: "dockp", Template: Template{Driver: "docker"}})
 	create(t, m, &CreateRequest{Name: "soon", TTL: Duration(400 * time.Millisecond)})
+	soonDir := dirOf(t, m, "soon")
 	run(t, m, "nat", "sh", "-c", "echo survived > f")
 	if _, err := m.Pause(bg, "dockp"); err != nil {
 		t.Fatal(err)
 	}
-	soonDir := dirOf(t, m, "soon")
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
