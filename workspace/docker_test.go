@@ -122,7 +122,7 @@ func TestDockerLoad(t *testing.T) {
 	}
 	heap1, rss1 := memNow()
 	t.Logf("dsh's memory per idle docker workspace: heap in use %.1f KiB, RSS %.1f KiB (over %d)",
-		float64(heap1-heap0)/n/1024, float64(rss1-rss0)/n/1024, n)
+		float64(int64(heap1)-int64(heap0))/n/1024, float64(int64(rss1)-int64(rss0))/n/1024, n)
 	if left := dockerLeftovers(t, ids); len(left) != n {
 		t.Fatalf("with %d worlds open, %d containers are seen", n, len(left))
 	}
@@ -140,7 +140,7 @@ func TestDockerLoad(t *testing.T) {
 	if left := dockerLeftovers(t, ids); len(left) != 0 {
 		t.Errorf("containers left: %v", left)
 	}
-	if ents, _ := os.ReadDir(m.root); len(ents) != 0 {
+	if ents, _ := workspaceDirs(m.root); len(ents) != 0 {
 		t.Errorf("directories left under the root: %v", ents)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,4 +110,10 @@ func waitFor(d time.Duration, cond func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return cond()
+}
+
+// workspaceDirs are the entries of a root beside its lock.
+func workspaceDirs(root string) ([]os.DirEntry, error) {
+	ents, err := os.ReadDir(root)
+	return slices.DeleteFunc(ents, func(e os.DirEntry) bool { return e.Name() == lockFile }), err
 }

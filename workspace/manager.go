@@ -92,6 +92,7 @@ type PoolSpec struct {
 type Mgr struct {
 	opts  Options
 	root  string
+	lock  *os.File // Root's lock, held until Close
 	log   *slog.Logger
 	pools []*pool
 
@@ -147,11 +148,16 @@ func New(opts *Options) (*Mgr, error) {
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, err
 	}
+	lock, err := lockRoot(root)
+	if err != nil {
+		return nil, err
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Mgr{
+		lock: lock,
 		opts: o,
 		root: root,
 		log:  log,
@@ -162,6 +168,7 @@ func New(opts *Options) (*Mgr, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if err := m.load(); err != nil {
 		m.cancel()
+		lock.Close()
 		return nil, err
 	}
 	m.bg.Add(1)
@@ -736,6 +743,7 @@ func (m *Mgr) Close() error {
 			}()
 		}
 		wg.Wait()
+		m.lock.Close()
 		m.closeErr = errors.Join(errs...)
 	})
 	return m.closeErr

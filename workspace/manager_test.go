@@ -145,7 +145,7 @@ func TestCreateValidates(t *testing.T) {
 	if ws, _ := m.List(bg); len(ws) != 0 {
 		t.Errorf("invalid creates left workspaces: %+v", ws)
 	}
-	ents, _ := os.ReadDir(m.root)
+	ents, _ := workspaceDirs(m.root)
 	if len(ents) != 0 {
 		t.Errorf("invalid creates left directories: %v", ents)
 	}
@@ -236,7 +236,7 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 	if _, err := m.Create(bg, &CreateRequest{Name: "x"}); err == nil || !strings.Contains(err.Error(), "workspace x: opening its world") {
 		t.Fatalf("Create with a failing Opener = %v", err)
 	}
-	ents, _ := os.ReadDir(m.root)
+	ents, _ := workspaceDirs(m.root)
 	if len(ents) != 0 {
 		t.Errorf("a failed create left %v", ents)
 	}
@@ -528,7 +528,7 @@ func TestPool(t *testing.T) {
 	}
 	poolDirs := func() []string {
 		var ds []string
-		ents, _ := os.ReadDir(m.root)
+		ents, _ := workspaceDirs(m.root)
 		for _, e := range ents {
 			if _, err := os.Stat(filepath.Join(m.root, e.Name(), recordFile)); err != nil {
 				ds = append(ds, e.Name())
@@ -565,7 +565,7 @@ func TestPoolBacksOff(t *testing.T) {
 	if d := time.Since(start); d < 600*time.Millisecond {
 		t.Errorf("the pool filled after %s: no backoff", d)
 	}
-	ents, _ := os.ReadDir(m.root)
+	ents, _ := workspaceDirs(m.root)
 	if len(ents) != 1 {
 		t.Errorf("failed pool opens left directories: %v", ents)
 	}
@@ -593,4 +593,20 @@ func TestPauseWithoutAFreezer(t *testing.T) {
 		t.Errorf("after a failed pause: %+v", ws)
 	}
 	run(t, m, "nf", "true")
+}
+
+func TestOneManagerPerRoot(t *testing.T) {
+	m, _ := newMgr(t, &Options{})
+	_, err := New(&Options{Root: m.root, Opener: newFakeOpener()})
+	if err == nil || !strings.Contains(err.Error(), "in use by another dsh serve") {
+		t.Fatalf("a second Manager over the same root: %v, want refused", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := New(&Options{Root: m.root, Opener: newFakeOpener()})
+	if err != nil {
+		t.Fatalf("after Close, the root is free: %v", err)
+	}
+	m2.Close()
 }

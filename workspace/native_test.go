@@ -190,7 +190,7 @@ func TestNativeLoad(t *testing.T) {
 	}
 	heap1, rss1 := memNow()
 	t.Logf("dsh's memory per idle native workspace: heap in use %.1f KiB, RSS %.1f KiB (over %d)",
-		float64(heap1-heap0)/n/1024, float64(rss1-rss0)/n/1024, n)
+		float64(int64(heap1)-int64(heap0))/n/1024, float64(int64(rss1)-int64(rss0))/n/1024, n)
 	// The check below sees live worlds: their cgroups, state, processes.
 	if left := env.leftovers(m.root); len(left) < 2*n {
 		t.Fatalf("with %d worlds open, leftovers sees only %v", n, left)
@@ -208,7 +208,7 @@ func TestNativeLoad(t *testing.T) {
 	if left := env.leftovers(m.root); len(left) != 0 {
 		t.Errorf("left after deleting every workspace: %v", left)
 	}
-	if ents, _ := os.ReadDir(m.root); len(ents) != 0 {
+	if ents, _ := workspaceDirs(m.root); len(ents) != 0 {
 		t.Errorf("directories left under the root: %v", ents)
 	}
 }
@@ -257,7 +257,7 @@ func TestNativePoolEgress(t *testing.T) {
 	if left := env.leftovers(m.root); len(left) != 0 {
 		t.Errorf("left after Close: %v", left)
 	}
-	ents, _ := os.ReadDir(m.root)
+	ents, _ := workspaceDirs(m.root)
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), "p-") {
 			if _, err := os.Stat(filepath.Join(m.root, e.Name(), recordFile)); err != nil {
