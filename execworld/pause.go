@@ -32,6 +32,9 @@ func (w *World) Pause() error {
 		return nil
 	}
 	if err := f.Freeze(); err != nil {
+		if errors.Is(err, sandbox.ErrNoFreezer) {
+			return fmt.Errorf("%w; world %s: %v", ErrCannotPause, w.ID, err)
+		}
 		return fmt.Errorf("execworld: pausing world %s: %w", w.ID, err)
 	}
 	w.paused = true

@@ -71,6 +71,7 @@ var checks = []check{
 	{"WorkspaceOverlayReportsExactChangeSet", true, checkWorkspaceOverlay},
 	{"WorkspaceOverlayBounded", true, checkWorkspaceOverlayBounded},
 	{"NoSocketInherited", false, checkNoSocketInherited},
+	{"PauseFreezesEveryProcess", false, checkPause},
 }
 
 // The workspace is mounted read-write at the same path.

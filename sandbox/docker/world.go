@@ -48,8 +48,9 @@ type world struct {
 	frozen             string
 	freezeErr          error
 
-	mu     sync.Mutex // guards closed
+	mu     sync.Mutex // guards closed and paused
 	closed bool
+	paused bool // Freeze holds (freeze.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -76,6 +77,9 @@ func (w *world) Env() []string { return append([]string(nil), w.env...) }
 func (w *world) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Process, error) {
 	if w.isClosed() {
 		return nil, ErrClosed
+	}
+	if w.isPaused() {
+		return nil, errPaused
 	}
 	p.Env = sandbox.MergeEnv(w.env, p.Env)
 	if p.Dir == "" {

@@ -40,6 +40,12 @@ type worldCgroup interface {
 	setPids(n int64) error
 	// destroy kills every process in the cgroup and removes it.
 	destroy() error
+	// freeze and thaw stop and restart every process in the cgroup
+	// (freeze.go); killFrozen SIGKILLs every member of a frozen cgroup
+	// and thaws it, so the kills land before anything runs again.
+	freeze() error
+	thaw() error
+	killFrozen()
 }
 
 // pidsReserve is added to a world's pids limit while the init starts its

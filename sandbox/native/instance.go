@@ -22,8 +22,9 @@ type instance struct {
 	freezeErr  error
 	upper      string
 	stopOnce   sync.Once
-	mu         sync.Mutex // guards closed
+	mu         sync.Mutex // guards closed and frozen
 	closed     bool
+	frozen     bool // Freeze holds (freeze.go)
 }
 
 func newInstance(l *launch) (*instance, error) {
@@ -42,10 +43,13 @@ func newInstance(l *launch) (*instance, error) {
 // sets the proxy variables).
 func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.Process, error) {
 	in.mu.Lock()
-	closed := in.closed
+	closed, frozen := in.closed, in.frozen
 	in.mu.Unlock()
 	if closed {
 		return nil, ErrClosed
+	}
+	if frozen {
+		return nil, errFrozen
 	}
 	proc, err := in.client.Start(ctx, p)
 	if err != nil {
@@ -65,7 +69,13 @@ func (in *instance) Close() error {
 	in.closeOnce.Do(func() {
 		in.mu.Lock()
 		in.closed = true
+		frozen := in.frozen
 		in.mu.Unlock()
+		if frozen {
+			// A frozen init cannot die: every process gets its SIGKILL
+			// while frozen and runs again only to take it.
+			in.l.cg.killFrozen()
+		}
 		in.closeErr = in.shutdown()
 	})
 	return in.closeErr
