@@ -99,44 +99,11 @@ func TestNativeRestartComesBackStopped(t *testing.T) {
 }
 
 func TestNativePause(t *testing.T) {
-	m, _ := newNativeMgr(t, &Options{})
-	create(t, m, &CreateRequest{Name: "p", Template: small})
-	w, release, err := m.World(bg, "p")
-	if err != nil {
-		t.Fatal(err)
+	m, env := newNativeMgr(t, &Options{})
+	checkPause(t, m, small)
+	if left := env.leftovers(m.root); len(left) != 0 {
+		t.Errorf("left after deleting a paused workspace: %v", left)
 	}
-	r, err := w.Exec.Start(bg, &execworld.Cmd{Argv: []string{"sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > n; sleep 0.02; done"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	release()
-	count := func() int {
-		b, _ := os.ReadFile(filepath.Join(w.FS.Root(), "n"))
-		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return n
-	}
-	if !waitFor(5*time.Second, func() bool { return count() > 2 }) {
-		t.Fatal("the loop does not run")
-	}
-	if _, err := m.Pause(bg, "p"); errors.Is(err, ErrConflict) && errors.Is(err, execworld.ErrCannotPause) {
-		r.Stop()
-		t.Skipf("the native driver has no freezer on this branch yet: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	before := count()
-	time.Sleep(500 * time.Millisecond)
-	if after := count(); after != before {
-		t.Errorf("a paused world made progress: %d → %d", before, after)
-	}
-	if _, err := m.Resume(bg, "p"); err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(5*time.Second, func() bool { return count() > before+2 }) {
-		t.Error("a resumed world makes no progress")
-	}
-	r.Stop()
 }
 
 // TestNativeLoad creates 50 small workspaces at once, runs a command in
