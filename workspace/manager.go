@@ -89,6 +89,10 @@ type PoolSpec struct {
 // Reap removes it), paused again if it was paused. Workspaces whose TTL
 // passed while no server ran are deleted by New; directories without a
 // valid workspace.json (a create cut short, a pooled world) are removed.
+// last_used is written at pause, resume, extend, an idle close and
+// Close, not at every use; a reopened docker workspace counts its idle
+// time from the reopen. One Manager at a time owns a Root (a lock the
+// kernel drops with the process); a second is refused.
 type Mgr struct {
 	opts  Options
 	root  string
