@@ -35,6 +35,12 @@ func TestDockerCreateExecRestartDelete(t *testing.T) {
 	if left := dockerLeftovers(t, ids); len(left) != 1 {
 		t.Fatalf("the open world's container is not seen: %v", left)
 	}
+	// A paused one comes back paused.
+	cp := create(t, m, &CreateRequest{Name: "dockp", Template: smallDocker})
+	ids[cp.Workspace.World] = true
+	if _, err := m.Pause(bg, "dockp"); err != nil {
+		t.Fatal(err)
+	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +53,18 @@ func TestDockerCreateExecRestartDelete(t *testing.T) {
 	ids[ws.World] = true
 	if out := run(t, m2, "dock", "cat", "f"); out != "kept\n" {
 		t.Errorf("after a restart f = %q", out)
+	}
+	wp, err := m2.Get(bg, "dockp")
+	if err != nil || wp.State != StatePaused {
+		t.Errorf("a paused docker workspace after a restart: %+v, %v; want paused", wp, err)
+	}
+	ids[wp.World] = true
+	if _, err := m2.Resume(bg, "dockp"); err != nil {
+		t.Fatal(err)
+	}
+	run(t, m2, "dockp", "true")
+	if err := m2.Delete(bg, "dockp"); err != nil {
+		t.Fatal(err)
 	}
 	if !m2.Authorize("dock", c.Token) {
 		t.Error("the token does not survive the restart")
@@ -64,19 +82,10 @@ func TestDockerCreateExecRestartDelete(t *testing.T) {
 
 func TestDockerPause(t *testing.T) {
 	m, _ := newMgr(t, &Options{Opener: dockerOpener(t)})
-	create(t, m, &CreateRequest{Name: "p", Template: smallDocker})
-	if _, err := m.Pause(bg, "p"); errors.Is(err, execworld.ErrCannotPause) {
-		t.Skipf("the docker driver has no freezer on this branch yet: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
+	id := checkPause(t, m, smallDocker)
+	if left := dockerLeftovers(t, map[string]bool{id: true}); len(left) != 0 {
+		t.Errorf("left after deleting a paused workspace: %v", left)
 	}
-	if _, _, err := m.World(bg, "p"); !errors.Is(err, ErrConflict) {
-		t.Errorf("World while paused = %v", err)
-	}
-	if _, err := m.Resume(bg, "p"); err != nil {
-		t.Fatal(err)
-	}
-	run(t, m, "p", "true")
 }
 
 // TestDockerLoad is TestNativeLoad on docker: 50 small workspaces at
@@ -122,7 +131,7 @@ func TestDockerLoad(t *testing.T) {
 	}
 	heap1, rss1 := memNow()
 	t.Logf("dsh's memory per idle docker workspace: heap in use %.1f KiB, RSS %.1f KiB (over %d)",
-		float64(heap1-heap0)/n/1024, float64(rss1-rss0)/n/1024, n)
+		float64(int64(heap1)-int64(heap0))/n/1024, float64(int64(rss1)-int64(rss0))/n/1024, n)
 	if left := dockerLeftovers(t, ids); len(left) != n {
 		t.Fatalf("with %d worlds open, %d containers are seen", n, len(left))
 	}
@@ -140,7 +149,7 @@ func TestDockerLoad(t *testing.T) {
 	if left := dockerLeftovers(t, ids); len(left) != 0 {
 		t.Errorf("containers left: %v", left)
 	}
-	if ents, _ := os.ReadDir(m.root); len(ents) != 0 {
+	if ents, _ := workspaceDirs(m.root); len(ents) != 0 {
 		t.Errorf("directories left under the root: %v", ents)
 	}
 }

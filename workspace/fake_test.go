@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,12 +78,13 @@ func (f *fakeOpener) openCount() int {
 // state.
 type freezeBackend struct {
 	*execworldtest.Backend
+	noFreeze bool // a driver without a freezer
 }
 
 func (b *freezeBackend) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (sandbox.Instance, error) {
 	in, err := b.Backend.Open(ctx, spec, opts)
-	if err != nil {
-		return nil, err
+	if err != nil || b.noFreeze {
+		return in, err
 	}
 	return &freezeInstance{Instance: in}, nil
 }
@@ -107,4 +110,10 @@ func waitFor(d time.Duration, cond func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return cond()
+}
+
+// workspaceDirs are the entries of a root beside its lock.
+func workspaceDirs(root string) ([]os.DirEntry, error) {
+	ents, err := os.ReadDir(root)
+	return slices.DeleteFunc(ents, func(e os.DirEntry) bool { return e.Name() == lockFile }), err
 }

@@ -89,9 +89,14 @@ type PoolSpec struct {
 // Reap removes it), paused again if it was paused. Workspaces whose TTL
 // passed while no server ran are deleted by New; directories without a
 // valid workspace.json (a create cut short, a pooled world) are removed.
+// last_used is written at pause, resume, extend, an idle close and
+// Close, not at every use; a reopened docker workspace counts its idle
+// time from the reopen. One Manager at a time owns a Root (a lock the
+// kernel drops with the process); a second is refused.
 type Mgr struct {
 	opts  Options
 	root  string
+	lock  *os.File // Root's lock, held until Close
 	log   *slog.Logger
 	pools []*pool
 
@@ -124,6 +129,7 @@ type entry struct {
 	released chan struct{} // closed when refs drops to 0; nil while 0
 	creating bool          // reserved by a create not yet done
 	deleting bool
+	closing  bool // world is being closed (idle, Close): no new users
 }
 
 func (e *entry) files() string { return filepath.Join(e.dir, filesDir) }
@@ -146,11 +152,16 @@ func New(opts *Options) (*Mgr, error) {
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, err
 	}
+	lock, err := lockRoot(root)
+	if err != nil {
+		return nil, err
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Mgr{
+		lock: lock,
 		opts: o,
 		root: root,
 		log:  log,
@@ -161,6 +172,7 @@ func New(opts *Options) (*Mgr, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if err := m.load(); err != nil {
 		m.cancel()
+		lock.Close()
 		return nil, err
 	}
 	m.bg.Add(1)
@@ -506,7 +518,7 @@ func (m *Mgr) acquire(e *entry) (w *execworld.World, release func(), err error, 
 	switch {
 	case e.deleting:
 		return nil, nil, notFound(e.rec.Name), true
-	case e.world == nil:
+	case e.world == nil || e.closing:
 		return nil, nil, nil, false
 	case e.rec.Paused:
 		return nil, nil, fmt.Errorf("%w: workspace %q is paused; resume it first", ErrConflict, e.rec.Name), true
@@ -578,7 +590,11 @@ func (m *Mgr) setPaused(name string, pause bool) (*Workspace, error) {
 	e.op.Lock()
 	defer e.op.Unlock()
 	e.mu.Lock()
-	w, rec := e.world, e.rec
+	w := e.world
+	if w != nil && pause {
+		// New users are refused from here on, before the freeze.
+		e.rec.Paused = true
+	}
 	e.mu.Unlock()
 	if w == nil {
 		if !pause {
@@ -595,22 +611,23 @@ func (m *Mgr) setPaused(name string, pause bool) (*Workspace, error) {
 	} else {
 		err = w.Resume()
 	}
+	// The state is the world's, whatever happened.
+	e.mu.Lock()
+	e.rec.Paused = w.Paused()
+	e.rec.LastUsed = time.Now()
+	rec := e.rec
+	ws := e.view()
+	e.mu.Unlock()
+	m.poke()
 	if errors.Is(err, execworld.ErrCannotPause) {
 		return nil, fmt.Errorf("%w: workspace %q: %w", ErrConflict, name, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: %w", name, err)
 	}
-	rec.Paused = pause
-	rec.LastUsed = time.Now()
 	if err := writeRecord(e.dir, &rec); err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	e.rec.Paused, e.rec.LastUsed = pause, rec.LastUsed
-	ws := e.view()
-	e.mu.Unlock()
-	m.poke()
 	return &ws, nil
 }
 
@@ -730,6 +747,7 @@ func (m *Mgr) Close() error {
 			}()
 		}
 		wg.Wait()
+		m.lock.Close()
 		m.closeErr = errors.Join(errs...)
 	})
 	return m.closeErr
@@ -750,13 +768,18 @@ func (m *Mgr) closeWorld(e *entry, wait bool) error {
 		e.mu.Unlock()
 		return nil
 	}
-	e.world = nil
+	// It is stopped once its world is gone; until then, new users wait
+	// on e.op and then open a new one.
+	e.closing = true
 	rec := e.rec
 	e.mu.Unlock()
 	var errs []error
 	if err := w.Close(); err != nil && !errors.Is(err, execworld.ErrClosed) {
 		errs = append(errs, fmt.Errorf("workspace %s: closing its world: %w", rec.Name, err))
 	}
+	e.mu.Lock()
+	e.world, e.closing = nil, false
+	e.mu.Unlock()
 	if err := writeRecord(e.dir, &rec); err != nil {
 		errs = append(errs, err)
 	}

@@ -145,7 +145,7 @@ func TestCreateValidates(t *testing.T) {
 	if ws, _ := m.List(bg); len(ws) != 0 {
 		t.Errorf("invalid creates left workspaces: %+v", ws)
 	}
-	ents, _ := os.ReadDir(m.root)
+	ents, _ := workspaceDirs(m.root)
 	if len(ents) != 0 {
 		t.Errorf("invalid creates left directories: %v", ents)
 	}
@@ -189,7 +189,11 @@ func TestCreateExecFilesDelete(t *testing.T) {
 	if !m.Authorize("one", c.Token) {
 		t.Error("the workspace's own token is refused")
 	}
-	if m.Authorize("one", c.Token[:63]+"0") || m.Authorize("one", "") || m.Authorize("two", c.Token) {
+	last := "0"
+	if c.Token[63] == '0' {
+		last = "1"
+	}
+	if m.Authorize("one", c.Token[:63]+last) || m.Authorize("one", "") || m.Authorize("two", c.Token) {
 		t.Error("a wrong token, an empty one, or one on another workspace is accepted")
 	}
 	c2 := create(t, m, &CreateRequest{})
@@ -236,7 +240,7 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 	if _, err := m.Create(bg, &CreateRequest{Name: "x"}); err == nil || !strings.Contains(err.Error(), "workspace x: opening its world") {
 		t.Fatalf("Create with a failing Opener = %v", err)
 	}
-	ents, _ := os.ReadDir(m.root)
+	ents, _ := workspaceDirs(m.root)
 	if len(ents) != 0 {
 		t.Errorf("a failed create left %v", ents)
 	}
@@ -281,7 +285,7 @@ func TestTTLReaps(t *testing.T) {
 
 func TestExtend(t *testing.T) {
 	m, _ := newMgr(t, &Options{MaxTTL: time.Hour})
-	c := create(t, m, &CreateRequest{Name: "e", TTL: Duration(300 * time.Millisecond)})
+	c := create(t, m, &CreateRequest{Name: "e", TTL: Duration(time.Second)})
 	ws, err := m.Extend(bg, "e", 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +302,7 @@ func TestExtend(t *testing.T) {
 			t.Errorf("Extend by %s = %v, want ErrInvalid", by, err)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // past the first TTL
+	time.Sleep(time.Until(c.Workspace.ExpiresAt) + 300*time.Millisecond) // past the first TTL
 	if _, err := m.Get(bg, "e"); err != nil {
 		t.Errorf("an extended workspace was reaped at its old TTL: %v", err)
 	}
@@ -313,20 +317,22 @@ func TestExtend(t *testing.T) {
 
 func TestIdleClosesTheWorld(t *testing.T) {
 	m, f := newMgr(t, &Options{})
-	create(t, m, &CreateRequest{Name: "idle", IdleTimeout: Duration(300 * time.Millisecond)})
-	run(t, m, "idle", "sh", "-c", "echo kept > f")
+	create(t, m, &CreateRequest{Name: "idle", IdleTimeout: Duration(time.Second)})
 	// In use, it stays open past its idle timeout.
 	w, release, err := m.World(bg, "idle")
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
+	if _, err := w.Exec.Run(bg, &execworld.Cmd{Argv: []string{"sh", "-c", "echo kept > f"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
 	if ws, _ := m.Get(bg, "idle"); ws.State != StateRunning {
 		t.Fatalf("a world in use was closed as idle: %+v", ws)
 	}
 	release()
 	release() // twice is harmless
-	if !waitFor(3*time.Second, func() bool { ws, _ := m.Get(bg, "idle"); return ws.State == StateStopped }) {
+	if !waitFor(5*time.Second, func() bool { ws, _ := m.Get(bg, "idle"); return ws.State == StateStopped }) {
 		t.Fatal("an idle world is not closed")
 	}
 	if _, err := w.Exec.Run(bg, &execworld.Cmd{Argv: []string{"true"}}); !errors.Is(err, execworld.ErrClosed) {
@@ -346,7 +352,7 @@ func TestIdleClosesTheWorld(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	m, _ := newMgr(t, &Options{})
-	create(t, m, &CreateRequest{Name: "p", IdleTimeout: Duration(200 * time.Millisecond)})
+	create(t, m, &CreateRequest{Name: "p", IdleTimeout: Duration(time.Second)})
 	ws, err := m.Pause(bg, "p")
 	if err != nil || ws.State != StatePaused {
 		t.Fatalf("Pause = %+v, %v", ws, err)
@@ -358,7 +364,7 @@ func TestPauseResume(t *testing.T) {
 	if !rec.Paused {
 		t.Error("the pause is not persisted")
 	}
-	time.Sleep(400 * time.Millisecond) // past the idle timeout: a paused world keeps its memory
+	time.Sleep(1500 * time.Millisecond) // past the idle timeout: a paused world keeps its memory
 	if ws, _ := m.Get(bg, "p"); ws.State != StatePaused {
 		t.Errorf("a paused world was closed as idle: %+v", ws)
 	}
@@ -369,7 +375,7 @@ func TestPauseResume(t *testing.T) {
 		t.Error("the resume is not persisted")
 	}
 	run(t, m, "p", "true")
-	if !waitFor(3*time.Second, func() bool { ws, _ := m.Get(bg, "p"); return ws.State == StateStopped }) {
+	if !waitFor(5*time.Second, func() bool { ws, _ := m.Get(bg, "p"); return ws.State == StateStopped }) {
 		t.Fatal("an idle world is not closed after its resume")
 	}
 	if _, err := m.Pause(bg, "p"); !errors.Is(err, ErrConflict) {
@@ -431,11 +437,11 @@ func TestRestart(t *testing.T) {
 	create(t, m, &CreateRequest{Name: "dock", Template: Template{Driver: "docker", Image: "dsh/base:latest"}})
 	create(t, m, &CreateRequest{Name: "dockp", Template: Template{Driver: "docker"}})
 	create(t, m, &CreateRequest{Name: "soon", TTL: Duration(400 * time.Millisecond)})
+	soonDir := dirOf(t, m, "soon")
 	run(t, m, "nat", "sh", "-c", "echo survived > f")
 	if _, err := m.Pause(bg, "dockp"); err != nil {
 		t.Fatal(err)
 	}
-	soonDir := dirOf(t, m, "soon")
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -446,8 +452,8 @@ func TestRestart(t *testing.T) {
 		t.Errorf("Get after Close = %v, want ErrClosed", err)
 	}
 	// What a crash leaves: a create cut short (no workspace.json), a torn
-	// one, a temporary record.
-	for name, content := range map[string]string{"w-cut": "", "w-torn": `{"version":1,"na`} {
+	// one, a pool world's directory, a temporary record.
+	for name, content := range map[string]string{"w-cut": "", "w-torn": `{"version":1,"na`, "p-pooled": ""} {
 		os.MkdirAll(filepath.Join(root, name, filesDir), 0o700)
 		if content != "" {
 			os.WriteFile(filepath.Join(root, name, recordFile), []byte(content), 0o600)
@@ -474,7 +480,7 @@ func TestRestart(t *testing.T) {
 	if got := f.openCount() - opens; got != 2 {
 		t.Errorf("the restart opened %d worlds, want the 2 docker ones", got)
 	}
-	for _, d := range []string{soonDir, filepath.Join(root, "w-cut"), filepath.Join(root, "w-torn"), filepath.Join(natDir, recordFile+".tmp123")} {
+	for _, d := range []string{soonDir, filepath.Join(root, "w-cut"), filepath.Join(root, "w-torn"), filepath.Join(root, "p-pooled"), filepath.Join(natDir, recordFile+".tmp123")} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is left after the restart", d)
 		}
@@ -526,7 +532,7 @@ func TestPool(t *testing.T) {
 	}
 	poolDirs := func() []string {
 		var ds []string
-		ents, _ := os.ReadDir(m.root)
+		ents, _ := workspaceDirs(m.root)
 		for _, e := range ents {
 			if _, err := os.Stat(filepath.Join(m.root, e.Name(), recordFile)); err != nil {
 				ds = append(ds, e.Name())
@@ -563,7 +569,7 @@ func TestPoolBacksOff(t *testing.T) {
 	if d := time.Since(start); d < 600*time.Millisecond {
 		t.Errorf("the pool filled after %s: no backoff", d)
 	}
-	ents, _ := os.ReadDir(m.root)
+	ents, _ := workspaceDirs(m.root)
 	if len(ents) != 1 {
 		t.Errorf("failed pool opens left directories: %v", ents)
 	}
@@ -576,4 +582,35 @@ func TestLimitsValidated(t *testing.T) {
 			t.Errorf("limits %+v: %v, want ErrInvalid naming the limit", l, err)
 		}
 	}
+}
+
+func TestPauseWithoutAFreezer(t *testing.T) {
+	f := newFakeOpener()
+	f.b.noFreeze = true
+	m, _ := newMgr(t, &Options{Opener: f})
+	create(t, m, &CreateRequest{Name: "nf"})
+	_, err := m.Pause(bg, "nf")
+	if !errors.Is(err, ErrConflict) || !errors.Is(err, execworld.ErrCannotPause) {
+		t.Fatalf("Pause without a freezer = %v, want ErrConflict and ErrCannotPause", err)
+	}
+	if ws, _ := m.Get(bg, "nf"); ws.State != StateRunning {
+		t.Errorf("after a failed pause: %+v", ws)
+	}
+	run(t, m, "nf", "true")
+}
+
+func TestOneManagerPerRoot(t *testing.T) {
+	m, _ := newMgr(t, &Options{})
+	_, err := New(&Options{Root: m.root, Opener: newFakeOpener()})
+	if err == nil || !strings.Contains(err.Error(), "in use by another dsh serve") {
+		t.Fatalf("a second Manager over the same root: %v, want refused", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := New(&Options{Root: m.root, Opener: newFakeOpener()})
+	if err != nil {
+		t.Fatalf("after Close, the root is free: %v", err)
+	}
+	m2.Close()
 }

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/netpolicy"
 )
 
 var small = Template{Driver: "native", Limits: Limits{Memory: "32MiB", Pids: 64}}
@@ -94,44 +99,11 @@ func TestNativeRestartComesBackStopped(t *testing.T) {
 }
 
 func TestNativePause(t *testing.T) {
-	m, _ := newNativeMgr(t, &Options{})
-	create(t, m, &CreateRequest{Name: "p", Template: small})
-	w, release, err := m.World(bg, "p")
-	if err != nil {
-		t.Fatal(err)
+	m, env := newNativeMgr(t, &Options{})
+	checkPause(t, m, small)
+	if left := env.leftovers(m.root); len(left) != 0 {
+		t.Errorf("left after deleting a paused workspace: %v", left)
 	}
-	r, err := w.Exec.Start(bg, &execworld.Cmd{Argv: []string{"sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > n; sleep 0.02; done"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	release()
-	count := func() int {
-		b, _ := os.ReadFile(filepath.Join(w.FS.Root(), "n"))
-		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return n
-	}
-	if !waitFor(5*time.Second, func() bool { return count() > 2 }) {
-		t.Fatal("the loop does not run")
-	}
-	if _, err := m.Pause(bg, "p"); errors.Is(err, ErrConflict) && errors.Is(err, execworld.ErrCannotPause) {
-		r.Stop()
-		t.Skipf("the native driver has no freezer on this branch yet: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	before := count()
-	time.Sleep(500 * time.Millisecond)
-	if after := count(); after != before {
-		t.Errorf("a paused world made progress: %d → %d", before, after)
-	}
-	if _, err := m.Resume(bg, "p"); err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(5*time.Second, func() bool { return count() > before+2 }) {
-		t.Error("a resumed world makes no progress")
-	}
-	r.Stop()
 }
 
 // TestNativeLoad creates 50 small workspaces at once, runs a command in
@@ -185,7 +157,7 @@ func TestNativeLoad(t *testing.T) {
 	}
 	heap1, rss1 := memNow()
 	t.Logf("dsh's memory per idle native workspace: heap in use %.1f KiB, RSS %.1f KiB (over %d)",
-		float64(heap1-heap0)/n/1024, float64(rss1-rss0)/n/1024, n)
+		float64(int64(heap1)-int64(heap0))/n/1024, float64(int64(rss1)-int64(rss0))/n/1024, n)
 	// The check below sees live worlds: their cgroups, state, processes.
 	if left := env.leftovers(m.root); len(left) < 2*n {
 		t.Fatalf("with %d worlds open, leftovers sees only %v", n, left)
@@ -203,7 +175,7 @@ func TestNativeLoad(t *testing.T) {
 	if left := env.leftovers(m.root); len(left) != 0 {
 		t.Errorf("left after deleting every workspace: %v", left)
 	}
-	if ents, _ := os.ReadDir(m.root); len(ents) != 0 {
+	if ents, _ := workspaceDirs(m.root); len(ents) != 0 {
 		t.Errorf("directories left under the root: %v", ents)
 	}
 }
@@ -217,4 +189,67 @@ func memNow() (heap, rss uint64) {
 	var size, res uint64
 	fmt.Sscan(string(b), &size, &res)
 	return ms.HeapInuse, res * uint64(os.Getpagesize())
+}
+
+// TestNativePoolEgress takes pooled native worlds: one whose create
+// allows the host's loopback service reaches it through the world's
+// egress proxy, one whose create allows nothing does not (the pool's
+// worlds start denying everything; the take sets the workspace's
+// policy); Close leaves no pool world behind.
+func TestNativePoolEgress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") }))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	host := fmt.Sprintf("%s:%d", netpolicy.HostName, port)
+
+	m, env := newNativeMgr(t, &Options{Pool: []PoolSpec{{Template: small, Size: 2}}})
+	if !waitFor(time.Minute, func() bool { return m.pools[0].readyCount() == 2 }) {
+		t.Fatal("the pool does not fill")
+	}
+	curl := []string{"sh", "-c", "curl -fsS --max-time 10 http://" + host + "/ 2>&1; echo \" exit=$?\""}
+	open := create(t, m, &CreateRequest{Name: "open", Template: small, Allow: []string{host}})
+	shut := create(t, m, &CreateRequest{Name: "shut", Template: small})
+	if !open.Workspace.Pooled || !shut.Workspace.Pooled {
+		t.Fatalf("the creates did not take pooled worlds: %v %v", open.Workspace.Pooled, shut.Workspace.Pooled)
+	}
+	if out := run(t, m, "open", curl...); out != "reached exit=0\n" {
+		t.Errorf("a pooled world allowed %s: %q, want it reached", host, out)
+	}
+	if out := run(t, m, "shut", curl...); strings.HasPrefix(out, "reached") || !strings.Contains(out, "403") || strings.HasSuffix(out, "exit=0\n") {
+		t.Errorf("a pooled world that allows nothing reached %s: %q", host, out)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := env.leftovers(m.root); len(left) != 0 {
+		t.Errorf("left after Close: %v", left)
+	}
+	ents, _ := workspaceDirs(m.root)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "p-") {
+			if _, err := os.Stat(filepath.Join(m.root, e.Name(), recordFile)); err != nil {
+				t.Errorf("Close left the pool directory %s", e.Name())
+			}
+		}
+	}
+	if len(ents) != 2 {
+		t.Errorf("under the root after Close: %v, want the 2 workspaces", ents)
+	}
+}
+
+// TestNativeIdle: an idle native world is closed with nothing left of
+// it, and the workspace's next use opens a new one over its files.
+func TestNativeIdle(t *testing.T) {
+	m, env := newNativeMgr(t, &Options{})
+	create(t, m, &CreateRequest{Name: "idle", Template: small, IdleTimeout: Duration(300 * time.Millisecond)})
+	run(t, m, "idle", "sh", "-c", "echo kept > f")
+	if !waitFor(10*time.Second, func() bool { ws, _ := m.Get(bg, "idle"); return ws.State == StateStopped }) {
+		t.Fatal("the idle world is not closed")
+	}
+	if left := env.leftovers(m.root); len(left) != 0 {
+		t.Errorf("left of the idle world: %v", left)
+	}
+	if out := run(t, m, "idle", "cat", "f"); out != "kept\n" {
+		t.Errorf("after reopening, f = %q", out)
+	}
 }

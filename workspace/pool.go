@@ -35,10 +35,15 @@ type pooled struct {
 	id, dir string
 }
 
-// Pool refill backoff after a failed open.
+// Pool refill timing: a take is followed by a refill after
+// poolRefillDelay, so that the new workspace's first commands do not
+// compete for the CPU with the opening of its replacement (a native
+// open is a burst of clone, mount and exec work); a failed open is
+// retried after a backoff.
 const (
-	poolBackoffMin = 100 * time.Millisecond
-	poolBackoffMax = 30 * time.Second
+	poolRefillDelay = 50 * time.Millisecond
+	poolBackoffMin  = 100 * time.Millisecond
+	poolBackoffMax  = 30 * time.Second
 )
 
 func newPool(m *Mgr, ps PoolSpec, sem chan struct{}) *pool {
@@ -87,10 +92,15 @@ func (p *pool) fill() {
 		if p.readyCount() >= p.spec.Size {
 			select {
 			case <-p.want:
-				continue
 			case <-p.m.stop:
 				return
 			}
+			select {
+			case <-time.After(poolRefillDelay):
+			case <-p.m.stop:
+				return
+			}
+			continue
 		}
 		select {
 		case p.sem <- struct{}{}:

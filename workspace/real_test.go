@@ -2,12 +2,15 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/internal/config"
@@ -159,4 +162,58 @@ func dockerLeftovers(t testing.TB, ids map[string]bool) []string {
 		}
 	}
 	return left
+}
+
+// checkPause creates a workspace of tmpl running a counter, pauses it
+// (the counter stands still, World is refused), resumes it (the
+// counter goes on), pauses it again and deletes it paused. It returns
+// the world's ID, for the caller's check that nothing is left.
+func checkPause(t *testing.T, m *Mgr, tmpl Template) string {
+	t.Helper()
+	c := create(t, m, &CreateRequest{Name: "p", Template: tmpl})
+	w, release, err := m.World(bg, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Exec.Start(bg, &execworld.Cmd{Argv: []string{"sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > n; sleep 0.02; done"}}); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	count := func() int {
+		b, _ := os.ReadFile(filepath.Join(w.FS.Root(), "n"))
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+	if !waitFor(10*time.Second, func() bool { return count() > 2 }) {
+		t.Fatal("the counter does not run")
+	}
+	ws, err := m.Pause(bg, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.State != StatePaused {
+		t.Errorf("after Pause: %+v", ws)
+	}
+	time.Sleep(100 * time.Millisecond)
+	before := count()
+	time.Sleep(500 * time.Millisecond)
+	if after := count(); after != before {
+		t.Errorf("a paused world made progress: %d → %d", before, after)
+	}
+	if _, _, err := m.World(bg, "p"); !errors.Is(err, ErrConflict) {
+		t.Errorf("World while paused = %v, want ErrConflict", err)
+	}
+	if ws, err := m.Resume(bg, "p"); err != nil || ws.State != StateRunning {
+		t.Fatalf("Resume = %+v, %v", ws, err)
+	}
+	if !waitFor(10*time.Second, func() bool { return count() > before+2 }) {
+		t.Error("a resumed world makes no progress")
+	}
+	if _, err := m.Pause(bg, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(bg, "p"); err != nil {
+		t.Fatalf("deleting a paused workspace: %v", err)
+	}
+	return c.Workspace.World
 }

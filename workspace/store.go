@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -28,6 +29,27 @@ const (
 	// recordVersion is the version of workspace.json this code writes.
 	recordVersion = 1
 )
+
+// lockFile is the lock of a Root: one Manager at a time owns its
+// workspaces (a second would reopen and reap the first's).
+const lockFile = ".lock"
+
+// lockRoot takes root's lock, which the kernel releases when this
+// process ends, however it ends.
+func lockRoot(root string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(root, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: locking the state root %s: %w", root, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("workspace: the state root %s is in use by another dsh serve; stop it, or give this one another root (--workspace-root)", root)
+		}
+		return nil, fmt.Errorf("workspace: locking the state root %s: %w", root, err)
+	}
+	return f, nil
+}
 
 // record is what workspace.json holds.
 type record struct {
