@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,12 +47,45 @@ func counterValue(b []byte) (int, bool) {
 	return n, s != ""
 }
 
+// cgroupPids lists the host pids in a world's cgroup (v1: its pids
+// hierarchy).
+func cgroupPids(id string) []int {
+	p := filepath.Join(cgroupRoot, cgroupParent, id, "cgroup.procs")
+	if !unified() {
+		p = filepath.Join(cgroupRoot, "pids", cgroupParent, id, "cgroup.procs")
+	}
+	b, _ := os.ReadFile(p)
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// frozenState is what the kernel reports of a world cgroup's freezer:
+// FROZEN, or what v1's freezer.state says, or v2's cgroup.events line.
+func frozenState(id string) string {
+	if !unified() {
+		b, _ := os.ReadFile(filepath.Join(cgroupRoot, "freezer", cgroupParent, id, "freezer.state"))
+		return strings.TrimSpace(string(b))
+	}
+	b, _ := os.ReadFile(filepath.Join(cgroupRoot, cgroupParent, id, "cgroup.events"))
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "frozen 1" {
+			return "FROZEN"
+		}
+		if strings.HasPrefix(l, "frozen ") {
+			return l
+		}
+	}
+	return ""
+}
+
 func TestFreezeStopsTheWorldAndCloseWhileFrozenLeavesNothing(t *testing.T) {
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
-	if unified() {
-		t.Skip("this test reads the v1 freezer and pids hierarchies")
-	}
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)
 	spec := sandbox.DefaultSpec(ws)
@@ -70,7 +104,7 @@ func TestFreezeStopsTheWorldAndCloseWhileFrozenLeavesNothing(t *testing.T) {
 	id := in.l.id
 	var pids []int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if pids = worldPids(t, id); len(pids) >= 3 { // init, counter, sleeper
+		if pids = cgroupPids(id); len(pids) >= 3 { // init, counter, sleeper
 			break
 		}
 	}
@@ -84,9 +118,8 @@ func TestFreezeStopsTheWorldAndCloseWhileFrozenLeavesNothing(t *testing.T) {
 	if err := in.Freeze(); err != nil {
 		t.Fatalf("second Freeze (a no-op): %v", err)
 	}
-	state, _ := os.ReadFile(filepath.Join(cgroupRoot, "freezer", cgroupParent, id, "freezer.state"))
-	if got := strings.TrimSpace(string(state)); got != "FROZEN" {
-		t.Errorf("freezer.state = %q after Freeze, want FROZEN", got)
+	if got := frozenState(id); got != "FROZEN" {
+		t.Errorf("the kernel reports the world's cgroup %q after Freeze, want FROZEN", got)
 	}
 	before, _ := os.ReadFile(counter)
 	time.Sleep(300 * time.Millisecond)
@@ -129,9 +162,16 @@ func TestFreezeStopsTheWorldAndCloseWhileFrozenLeavesNothing(t *testing.T) {
 			t.Errorf("pid %d of the frozen world survived Close", pid)
 		}
 	}
-	for _, c := range v1Controllers {
-		if _, err := os.Stat(filepath.Join(cgroupRoot, c, cgroupParent, id)); err == nil {
-			t.Errorf("cgroup %s/%s/%s survived Close", c, cgroupParent, id)
+	dirs := []string{filepath.Join(cgroupRoot, cgroupParent, id)}
+	if !unified() {
+		dirs = dirs[:0]
+		for _, c := range v1Controllers {
+			dirs = append(dirs, filepath.Join(cgroupRoot, c, cgroupParent, id))
+		}
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("cgroup %s survived Close", d)
 		}
 	}
 	if _, err := os.Stat(dir); err == nil {
