@@ -249,7 +249,7 @@ func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s 
 		Logger:             log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("hosting workspaces under %s: %w", root, err)
+		return nil, fmt.Errorf("hosting workspaces under %s (--no-workspaces hosts none): %w", root, err)
 	}
 	a := api.New(&api.Options{
 		Manager:    m,
