@@ -393,3 +393,53 @@ func procExit(err error) int {
 	}
 	return 0
 }
+
+// dsh world drives a real dsh serve: create, exec (its status), cp both
+// ways, ls, pause, resume, rm.
+func TestWorldCLIAgainstServeNative(t *testing.T) {
+	requireNativeServe(t)
+	s := startWorkspaceServe(t, t.TempDir())
+	dir := t.TempDir()
+	world := func(args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(staticDsh(t), append([]string{"world"}, args...)...)
+		cmd.Env = append(serveEnv(t), "DSH_SERVER="+s.base, "DSH_SERVER_TOKEN="+wsServerToken)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		return string(out), procExit(err)
+	}
+	if out, code := world("create", "cli", "--ttl", "10m"); code != 0 || !strings.Contains(out, "cli") {
+		t.Fatalf("create: %d %q", code, out)
+	}
+	if out, code := world("exec", "cli", "--", "sh", "-c", "echo from the world; exit 5"); code != 5 || out != "from the world\n" {
+		t.Fatalf("exec: %d %q", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("local\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := world("cp", "in.txt", "cli:sub/in.txt"); code != 0 {
+		t.Fatalf("cp in: %d", code)
+	}
+	if out, _ := world("exec", "cli", "--", "sh", "-c", "cat sub/in.txt; echo made > out.txt"); out != "local\n" {
+		t.Fatalf("the world sees %q", out)
+	}
+	if _, code := world("cp", "cli:out.txt", "back.txt"); code != 0 {
+		t.Fatalf("cp out: %d", code)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "back.txt")); string(b) != "made\n" {
+		t.Fatalf("copied back %q", b)
+	}
+	var list struct{ Workspaces []workspace.Workspace }
+	out, _ := world("ls", "--json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Workspaces) != 1 || list.Workspaces[0].Name != "cli" {
+		t.Fatalf("ls --json: %v %s", err, out)
+	}
+	for _, verb := range []string{"pause", "resume", "rm"} {
+		if out, code := world(verb, "cli"); code != 0 {
+			t.Fatalf("%s: %d %q", verb, code, out)
+		}
+	}
+	if code, _ := s.do(t, wsServerToken, "GET", "/v1/workspaces/cli", nil); code != 404 {
+		t.Fatalf("after rm: %d", code)
+	}
+}
