@@ -11,6 +11,9 @@ import (
 // ending in _ is a prefix. UnknownEnv does not warn about them.
 var InternalEnv = []string{
 	"DSH_CONFIG",       // the configuration file (dsh config --help)
+	"DSH_SERVE_TOKEN",  // dsh serve --http: the bearer token without --token-file
+	"DSH_SERVER",       // dsh world: the server's URL
+	"DSH_SERVER_TOKEN", // dsh world: the token without --token-file
 	"DSH_NATIVE_TRACE", // native driver: print the init's timings
 	"DSH_INIT_LOG",     // the sandbox init's log level (debug)
 	"DSH_INIT_CONFIG",  // dsh -> sandbox init hand-over
