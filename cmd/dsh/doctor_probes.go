@@ -35,7 +35,11 @@ func worldFilterCheck(unixSockets bool) check {
 // sandbox.image (sandbox.Prober).
 func probeDocker(ctx context.Context, cfg *config.Config) driverReport {
 	img := cfg.Sandbox.Image
-	return fromProbe(docker.Probe(ctx, &docker.Options{Image: img}, img).ProbeReport())
+	opts, err := dockerOptions(img)
+	if err != nil {
+		return driverReport{Problem: err.Error(), Checks: []check{{Name: "init", OK: false, Detail: err.Error()}}}
+	}
+	return fromProbe(docker.Probe(ctx, opts, img).ProbeReport())
 }
 
 // probeNative reports the native driver as worlds of this configuration
