@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	"github.com/dsh-dev/dsh/internal/config"
@@ -47,7 +48,9 @@ func probeDocker(ctx context.Context, cfg *config.Config) driverReport {
 // home view of its masks and allow list.
 func probeNative(ctx context.Context, cfg *config.Config) driverReport {
 	var d sandbox.Prober = native.New(&native.Options{NoLimits: cfg.Sandbox.Limits.Off, Masks: cfg.Sandbox.Masks, HomeAllow: cfg.Sandbox.Home.Allow})
-	return fromProbe(d.Probe(ctx))
+	rep := fromProbe(d.Probe(ctx))
+	addUsernsCheck(&rep, "/proc/sys", os.Geteuid())
+	return rep
 }
 
 // fromProbe is a driver's report as doctor prints it.
