@@ -26,7 +26,7 @@ docker:
 
 ## images: build the images worlds and tests use (never pulled: built locally)
 images: docker build
-	@images/build.sh
+	@DSH_VERSION=$(VERSION) images/build.sh
 
 ## peers: the real programs the end-to-end tests talk to (gopls, the npm
 ## language servers, the MCP Inspector and MCP servers), in .cache/peers
