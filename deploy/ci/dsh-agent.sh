@@ -41,4 +41,9 @@ case "$status" in
 *) echo "dsh-agent: the agent exited $status" >&2 ;;
 esac
 echo "dsh-agent: egress audit: $(wc -l <"$audit") connection(s) in $audit" >&2
+# Under sudo, the files the job keeps go back to the job's user, so the
+# artifact step can read them.
+if [ -n "${SUDO_UID:-}" ]; then
+	chown "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$audit" dsh-doctor.txt
+fi
 exit "$status"

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -82,15 +83,13 @@ func readYAML(t *testing.T, file string, v any) {
 
 // setUp are the commands of the recipes that prepare a runner and that
 // this test cannot run: installing dsh from the module proxy (the test
-// puts this checkout's dsh on PATH instead), and the sysctl that lifts
-// AppArmor's restriction (a kernel-wide setting of the runner's VM).
+// puts this checkout's dsh on PATH instead).
 // Every other command of a recipe is run; a new one must be added here
 // or run.
 var setUp = []string{
 	`CGO_ENABLED=0 go install "github.com/dsh-dev/dsh/cmd/dsh@$DSH_VERSION"`,
 	`echo "$(go env GOPATH)/bin" >>"$GITHUB_PATH"`,
 	`export PATH="$(go env GOPATH)/bin:$PATH"`,
-	`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`,
 }
 
 // agentCommands are the commands of r the test runs: every line that is
@@ -113,23 +112,17 @@ func agentCommands(t *testing.T, r recipe) []string {
 }
 
 // TestRecipesRunTheSameAgentCommand: both recipes run the agent with the
-// one script, and the AppArmor fix the GitHub job chooses is the sysctl
-// dsh doctor names.
+// one script, as root: the GitLab job is root, the GitHub job uses sudo,
+// the fix for AppArmor's user namespace restriction that dsh doctor
+// names first.
 func TestRecipesRunTheSameAgentCommand(t *testing.T) {
 	gh, gl := agentCommands(t, githubRecipe(t)), agentCommands(t, gitlabRecipe(t))
-	if !slices.Equal(gh, []string{"ci/dsh-agent.sh"}) || !slices.Equal(gl, gh) {
-		t.Errorf("agent commands: github %q, gitlab %q; want both [ci/dsh-agent.sh]", gh, gl)
-	}
-	var sysctl bool
-	for _, s := range githubRecipe(t).steps {
-		sysctl = sysctl || strings.Contains(s.run, "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0")
-	}
-	if !sysctl {
-		t.Error("the GitHub job does not lift kernel.apparmor_restrict_unprivileged_userns")
+	if !slices.Equal(gh, []string{`sudo -E env "PATH=$PATH" ci/dsh-agent.sh`}) || !slices.Equal(gl, []string{"ci/dsh-agent.sh"}) {
+		t.Errorf("agent commands: github %q, gitlab %q; want sudo ci/dsh-agent.sh and ci/dsh-agent.sh", gh, gl)
 	}
 	b, _ := os.ReadFile(filepath.Join("..", "..", "cmd", "dsh", "doctor_userns.go"))
-	if !strings.Contains(string(b), `"or allow unprivileged user namespaces: sudo sysctl -w " + apparmorUsernsKey + "=0 "`) {
-		t.Error("dsh doctor's fix no longer names the sysctl the GitHub job runs")
+	if !strings.Contains(string(b), `"run dsh as root (sudo dsh ..., the restriction is for unprivileged processes only); "`) {
+		t.Error("dsh doctor's fix no longer names running dsh as root, the fix the GitHub job takes")
 	}
 }
 
@@ -167,6 +160,10 @@ exit 42
 			audit := auditLines(t, filepath.Join(dir, "dsh-egress.jsonl"))
 			if !hasVerdict(audit, hostLoopback(allowed), "allow") || !hasVerdict(audit, hostLoopback(refused), "deny") {
 				t.Errorf("audit lacks an allow of %s and a deny of %s:\n%s", allowed, refused, out)
+			}
+			// Under sudo, the kept files are the job user's again.
+			if fi, err := os.Stat(filepath.Join(dir, "dsh-egress.jsonl")); r.file == "github/dsh-agent.yml" && (err != nil || fi.Sys().(*syscall.Stat_t).Uid != 1000) {
+				t.Errorf("the audit file after sudo: %v, want it owned by SUDO_UID 1000", err)
 			}
 			if !strings.Contains(out, "dsh-agent: the agent exited 42") {
 				t.Errorf("output does not say the agent's status:\n%s", out)
@@ -215,8 +212,13 @@ func checkout(t *testing.T, agent, policy string) string {
 func runCommands(t *testing.T, dir, dsh string, commands []string) (int, string) {
 	cmd := exec.Command("sh", "-ec", strings.Join(commands, "\n"))
 	cmd.Dir = dir
+	// The GitHub job's sudo, as root: the command itself, environment kept,
+	// with the invoking user's ids in SUDO_UID and SUDO_GID as sudo sets them
+	// (here the runner's user is 1000).
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "sudo"), []byte("#!/bin/sh\n[ \"$1\" = -E ] && shift\nSUDO_UID=1000 SUDO_GID=1000 exec \"$@\"\n"), 0o755)
 	cmd.Env = append(os.Environ(),
-		"PATH="+filepath.Dir(dsh)+":"+os.Getenv("PATH"),
+		"PATH="+filepath.Dir(dsh)+":"+bin+":"+os.Getenv("PATH"),
 		"XDG_CONFIG_HOME="+t.TempDir(),
 		"AGENT_SCRIPT=ci/agent.sh", "AGENT_POLICY=ci/egress.yaml", "AGENT_AUDIT=dsh-egress.jsonl")
 	out, err := cmd.CombinedOutput()

@@ -49,7 +49,7 @@ func blocks(t *testing.T) map[string]string {
 
 // readmeBlocks are the blocks this test runs, in the README's order; a
 // block the README adds or drops fails the test until it is listed here.
-var readmeBlocks = []string{"prepare", "up", "workspaces", "down", "proxy-up", "proxy-try", "proxy-audit", "proxy-reload", "proxy-down"}
+var readmeBlocks = []string{"prepare", "config", "up", "workspaces", "down", "proxy-up", "proxy-try", "proxy-audit", "proxy-reload", "proxy-down"}
 
 // pendingBlocks are README blocks not run yet, with the reason.
 //
@@ -213,6 +213,7 @@ func (s *stack) serveStack(t *testing.T) benchResult {
 		t.Fatalf("prepare made no token: %q %v", tok, err)
 	}
 	s.token = string(bytes.TrimSpace(tok))
+	s.run(t, "config")
 
 	start := time.Now()
 	out := s.run(t, "up")
