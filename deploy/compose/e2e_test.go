@@ -107,6 +107,7 @@ type stack struct {
 	env     []string
 	port    string
 	token   string
+	dshHost string // the hostname of the dsh container
 }
 
 func newStack(t *testing.T, cli string, bl map[string]string) *stack {
@@ -222,6 +223,7 @@ func (s *stack) serveStack(t *testing.T) benchResult {
 		t.Errorf("up: /healthz did not answer ok:\n%s", out)
 	}
 	cid := strings.TrimSpace(s.must(t, s.cli+" -f compose.yaml ps -q dsh"))
+	s.dshHost = strings.TrimSpace(s.must(t, "docker inspect -f '{{.Config.Hostname}}' "+cid))
 	r.startToHealthy = healthTime(t, cid)
 	r.startToListen = listenTime(t, cid)
 	r.imageBytes = imageSize(t, "dsh/dsh:latest")
@@ -251,8 +253,12 @@ func (s *stack) serveStack(t *testing.T) benchResult {
 	r.secondExec = time.Since(t0)
 	// The world is a container of the host's engine, dsh's init its PID 1,
 	// its workspace the host's directory under the state root.
-	if got := s.worldContainers(t); len(got) == 0 {
-		t.Error("no world container binds the state root's workspace: the docker driver did not open the world")
+	if got := s.worldContainers(t); len(got) != 1 {
+		t.Errorf("world containers of the stack's dsh: %v, want the session's one\n%s", got,
+			s.must(t, "docker ps -a --filter label=dev.dsh.managed=true --format '{{.ID}} {{.Status}} {{.Labels}}'"))
+	} else if m, err := s.sh(context.Background(), "docker inspect -f '{{range .Mounts}}{{.Source}}:{{.Destination}} {{end}}' "+got[0]); err != nil || !strings.Contains(m, s.root+"/workspace:"+s.root+"/workspace") {
+		ev, _ := s.sh(context.Background(), "docker events --since "+fmt.Sprint(t0.Add(-10*time.Second).Unix())+" --until "+fmt.Sprint(time.Now().Unix())+" --filter container="+got[0])
+		t.Errorf("the world does not bind the state root's workspace at the same path: %s %v\nevents:\n%s\nlogs:\n%s", m, err, ev, s.logs("compose.yaml"))
 	}
 
 	w := call(t, cs, "write_file", map[string]any{"path": "notes/hello.txt", "content": "hello from compose\n", "create_dirs": true})
@@ -424,18 +430,11 @@ func (s *stack) assertGone(t *testing.T) {
 	}
 }
 
-// worldContainers are the dsh-managed containers that bind this stack's
-// state root: the worlds of its dsh serve.
+// worldContainers are the containers of the worlds of this stack's dsh
+// serve: dsh labels each with its own hostname, which is its
+// container's.
 func (s *stack) worldContainers(t *testing.T) []string {
-	ids := strings.Fields(s.must(t, "docker ps -aq --filter label=dev.dsh.managed=true"))
-	var out []string
-	for _, id := range ids {
-		m, err := exec.Command("docker", "inspect", "-f", "{{range .Mounts}}{{.Source}} {{end}}", id).Output()
-		if err == nil && strings.Contains(string(m), s.root+"/") {
-			out = append(out, id)
-		}
-	}
-	return out
+	return strings.Fields(s.must(t, "docker ps -aq --filter label=dev.dsh.managed=true --filter label=dev.dsh.owner.host="+s.dshHost))
 }
 
 func (s *stack) must(t *testing.T, script string) string {
