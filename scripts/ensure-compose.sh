@@ -13,14 +13,18 @@ say() { printf 'ensure-compose: %s\n' "$*" >&2; }
 compose_v2_version="${DSH_COMPOSE_V2_VERSION:-v2.40.3}"
 plugin_dir="${DSH_COMPOSE_PLUGIN_DIR:-/usr/local/lib/docker/cli-plugins}"
 
-if ! command -v docker-compose >/dev/null 2>&1; then
+# deploy/compose/README.md's commands also use openssl (the token).
+apt_packages=()
+command -v docker-compose >/dev/null 2>&1 || apt_packages+=(docker-compose)
+command -v openssl >/dev/null 2>&1 || apt_packages+=(openssl)
+if ((${#apt_packages[@]})); then
 	if [ "$(id -u)" != 0 ]; then
-		say "docker-compose is missing; install it (as root: apt-get install docker-compose) and run again"
+		say "missing ${apt_packages[*]}; install them (as root: apt-get install ${apt_packages[*]}) and run again"
 		exit 1
 	fi
-	say "installing docker-compose with apt (one-time set-up)"
+	say "installing ${apt_packages[*]} with apt (one-time set-up)"
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
 fi
 
 if ! docker compose version >/dev/null 2>&1; then
