@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -50,7 +51,7 @@ func dockerOptions(image string) (*docker.Options, error) {
 }
 
 // copyInit copies the binary exe into dir as dsh-init-<sha256 prefix>
-// (kept when a copy of the same content is there already) and returns
+// (kept when the file there has the same content) and returns
 // the copy's path. The copy is written beside its final name and renamed,
 // so a world never starts a half-written init.
 func copyInit(exe, dir string) (string, error) {
@@ -66,8 +67,11 @@ func copyInit(exe, dir string) (string, error) {
 	if _, err := io.Copy(h, src); err != nil {
 		return "", fmt.Errorf("reading %s: %w", exe, err)
 	}
-	dst := filepath.Join(dir, "dsh-init-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() {
+	sum := h.Sum(nil)
+	dst := filepath.Join(dir, "dsh-init-"+hex.EncodeToString(sum)[:16])
+	// A copy already there is used only when its content is this binary's:
+	// the name alone proves nothing.
+	if sameContent(dst, sum) {
 		return dst, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -93,4 +97,21 @@ func copyInit(exe, dir string) (string, error) {
 		return "", err
 	}
 	return dst, os.Rename(tmp.Name(), dst)
+}
+
+// sameContent reports whether path is a regular file whose SHA-256 is sum.
+func sameContent(path string, sum []byte) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false
+	}
+	return bytes.Equal(h.Sum(nil), sum)
 }

@@ -30,6 +30,14 @@ func TestCopyInitIsContentAddressed(t *testing.T) {
 	if err != nil || again != a {
 		t.Errorf("second copyInit = %q, %v; want the same path %q", again, err, a)
 	}
+	// A file of that name with other content is replaced, not trusted.
+	os.WriteFile(a, []byte("tampered"), 0o755)
+	if again, err := copyInit(exe, dir); err != nil || again != a {
+		t.Fatalf("copyInit over a tampered copy = %q, %v", again, err)
+	}
+	if b, _ := os.ReadFile(a); !bytes.Equal(b, []byte("binary one")) {
+		t.Errorf("a tampered copy was kept: %q", b)
+	}
 	os.WriteFile(exe, []byte("binary two"), 0o755)
 	other, err := copyInit(exe, dir)
 	if err != nil || other == a {
