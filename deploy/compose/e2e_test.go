@@ -453,13 +453,16 @@ func (s *stack) logs(file string) string {
 	return out
 }
 
-// session is an MCP client session at the stack's /mcp with its token.
+// session is an MCP client session at the stack's /mcp with its token,
+// of the revision 2025-11-25: a session with its own world for all its
+// calls, as the MCP clients of today hold one (from 2026-07-28 on, each
+// request stands alone and gets a fresh world).
 func (s *stack) session(t *testing.T) *mcp.ClientSession {
 	c := mcp.NewClient(&mcp.Implementation{Name: "dsh-e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	hc := &http.Client{Transport: &bearer{token: s.token, rt: http.DefaultTransport}}
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:" + s.port + "/mcp", HTTPClient: hc}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:" + s.port + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("MCP over HTTP: %v", err)
 	}
