@@ -12,7 +12,7 @@ ifeq ($(shell id -u),0)
 REQUIRE_PRIV     := DSH_REQUIRE_ROOT=1 DSH_REQUIRE_USERNS=1 DSH_REQUIRE_CGROUPS=1
 endif
 
-.PHONY: all build test test-short lint bench images peers docker man clean
+.PHONY: all build test test-short lint bench images peers docker man clean e2e-compose
 
 all: build
 
@@ -26,7 +26,7 @@ docker:
 
 ## images: build the images worlds and tests use (never pulled: built locally)
 images: docker build
-	@images/build.sh
+	@DSH_VERSION=$(VERSION) images/build.sh
 
 ## peers: the real programs the end-to-end tests talk to (gopls, the npm
 ## language servers, the MCP Inspector and MCP servers), in .cache/peers
@@ -40,7 +40,18 @@ peers:
 test: images peers
 	CGO_ENABLED=0 DSH_REQUIRE_DOCKER=1 DSH_REQUIRE_TOOLS=1 $(REQUIRE_PRIV) \
 		$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	@$(MAKE) --no-print-directory e2e-compose
 	@scripts/check-leftovers.sh
+
+## e2e-compose: the compose deployments end to end, with docker compose v2
+## and docker-compose 1.29: deploy/compose/README.md's commands as written,
+## an MCP client over HTTP, the egress sidecar; nothing left after down -v
+e2e-compose: images
+	@scripts/ensure-compose.sh
+	@mkdir -p .cache
+	CGO_ENABLED=0 DSH_E2E_REPORT=$(CURDIR)/.cache/e2e-compose.jsonl \
+		$(GO) test -tags e2e -count=1 -timeout 15m -run '^TestComposeE2E$$' ./deploy/compose/
+	@cat .cache/e2e-compose.jsonl
 
 ## test-short: unit tests only, no Docker
 test-short:
@@ -49,6 +60,7 @@ test-short:
 ## lint: go vet and staticcheck (pinned)
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./deploy/compose/
 	$(GO) run $(STATICCHECK) ./...
 
 ## bench: every benchmark, each beside its baseline in the same run

@@ -14,6 +14,9 @@
 #   dsh/fixture:latest         FROM scratch + busybox-static, for fast tests
 #   dsh/go:latest              dsh/base + the host's Go toolchain + gopls
 #                              (scripts/ensure-gopls.sh), for Go worlds
+#   dsh/dsh:VERSION, :latest   FROM scratch + bin/dsh + CA certificates, for
+#                              compose deployments (deploy/compose); VERSION
+#                              is $DSH_VERSION (make passes git describe)
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -21,6 +24,9 @@ debian_image="${DSH_DEBIAN_IMAGE:-dsh/debian-bookworm:local}"
 base_image="${DSH_BASE_IMAGE:-dsh/base:latest}"
 fixture_image="${DSH_FIXTURE_IMAGE:-dsh/fixture:latest}"
 go_image="${DSH_GO_IMAGE:-dsh/go:latest}"
+dsh_repo="${DSH_DSH_IMAGE:-dsh/dsh}"
+dsh_version="${DSH_VERSION:-dev}"
+dsh_binary="${DSH_BINARY:-$here/../bin/dsh}"
 suite=bookworm
 
 say() { printf 'images: %s\n' "$*" >&2; }
@@ -185,11 +191,43 @@ build_go() {
 	trap - EXIT
 }
 
+# build_dsh builds dsh/dsh from bin/dsh: current when the Dockerfile and
+# the binary are those it was built from (their hashes are labels).
+build_dsh() {
+	[ -x "$dsh_binary" ] || die "$dsh_binary is missing; build it first (make build)"
+	file -L "$dsh_binary" 2>/dev/null | grep -q 'statically linked' ||
+		die "$dsh_binary is not statically linked; build it with CGO_ENABLED=0 (make build)"
+	local ca=/etc/ssl/certs/ca-certificates.crt bin ctx
+	[ -r "$ca" ] || die "$ca is missing; install the CA certificates (apt-get install ca-certificates)"
+	bin="$(sha256sum "$dsh_binary" | cut -d' ' -f1)"
+	if current "$dsh_repo:$dsh_version" "$here/dsh/Dockerfile" &&
+		[ "$(docker image inspect -f '{{index .Config.Labels "dev.dsh.binary"}}' "$dsh_repo:$dsh_version" 2>/dev/null)" = "$bin" ]; then
+		docker tag "$dsh_repo:$dsh_version" "$dsh_repo:latest"
+		say "$dsh_repo:$dsh_version present"
+		return
+	fi
+	ctx="$(mktemp -d /tmp/dsh-dshimage.XXXXXX)"
+	# shellcheck disable=SC2064
+	trap "rm -rf '$ctx'" EXIT
+	cp "$dsh_binary" "$ctx/dsh"
+	cp "$ca" "$ctx/ca-certificates.crt"
+	mkdir -m 1777 "$ctx/tmp"
+	cp "$here/dsh/Dockerfile" "$ctx/"
+	say "docker build $dsh_repo:$dsh_version"
+	quiet docker build -q --label "$(dockerfile_label "$here/dsh/Dockerfile")" --label "dev.dsh.binary=$bin" \
+		--label "org.opencontainers.image.version=$dsh_version" \
+		-t "$dsh_repo:$dsh_version" -t "$dsh_repo:latest" "$ctx" ||
+		die "docker build of $dsh_repo:$dsh_version failed (output above)"
+	rm -rf "$ctx"
+	trap - EXIT
+}
+
 check_docker
 build_debian
 build_base
 build_fixture
 build_go
+build_dsh
 # Images a rebuild replaced are left untagged; drop those of ours.
 docker image prune -f --filter label=dev.dsh.image >/dev/null 2>&1 || true
-say "done: $base_image $fixture_image $go_image"
+say "done: $base_image $fixture_image $go_image $dsh_repo:$dsh_version"

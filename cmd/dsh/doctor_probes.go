@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	"github.com/dsh-dev/dsh/internal/config"
@@ -35,7 +36,11 @@ func worldFilterCheck(unixSockets bool) check {
 // sandbox.image (sandbox.Prober).
 func probeDocker(ctx context.Context, cfg *config.Config) driverReport {
 	img := cfg.Sandbox.Image
-	return fromProbe(docker.Probe(ctx, &docker.Options{Image: img}, img).ProbeReport())
+	opts, err := dockerOptions(img)
+	if err != nil {
+		return driverReport{Problem: err.Error(), Checks: []check{{Name: "init", OK: false, Detail: err.Error()}}}
+	}
+	return fromProbe(docker.Probe(ctx, opts, img).ProbeReport())
 }
 
 // probeNative reports the native driver as worlds of this configuration
@@ -43,7 +48,9 @@ func probeDocker(ctx context.Context, cfg *config.Config) driverReport {
 // home view of its masks and allow list.
 func probeNative(ctx context.Context, cfg *config.Config) driverReport {
 	var d sandbox.Prober = native.New(&native.Options{NoLimits: cfg.Sandbox.Limits.Off, Masks: cfg.Sandbox.Masks, HomeAllow: cfg.Sandbox.Home.Allow})
-	return fromProbe(d.Probe(ctx))
+	rep := fromProbe(d.Probe(ctx))
+	addUsernsCheck(&rep, "/proc/sys", os.Geteuid())
+	return rep
 }
 
 // fromProbe is a driver's report as doctor prints it.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/internal/config"
-	"github.com/dsh-dev/dsh/sandbox/docker"
 	"github.com/dsh-dev/dsh/sandbox/host"
 	"github.com/dsh-dev/dsh/sandbox/native"
 )
@@ -49,7 +48,7 @@ var drivers = []driver{
 	},
 	{
 		name: driverDocker, confines: true, usesImage: true,
-		newBackend: func() (execworld.Backend, error) { return docker.New(nil) },
+		newBackend: newDockerBackend,
 		probe:      probeDocker,
 	},
 	{

@@ -20,13 +20,14 @@ var InternalEnv = []string{
 	"DSH_NATIVE_INIT",  // dsh -> native init hand-over
 	"DSH_NATIVE_PROXY_PORT",
 	"DSH_NATIVE_UNIX_SOCKETS",
-	"DSH_REQUIRE_",     // tests: fail instead of skip (internal/testenv)
-	"DSH_TEST_",        // tests
-	"DSH_NATIVE_TEST_", // tests
-	"DSH_CONFORMANCE_", // tests (execworld/conformance)
-	"DSH_PROXYBENCH_",  // benchmarks
-	"DSH_BENCH_",       // benchmarks
-	"DSH_HOST_",        // tests
+	"DSH_DOCKER_INIT_DIR", // docker driver: copy the init where the engine sees it (cmd/dsh/dockerinit.go)
+	"DSH_REQUIRE_",        // tests: fail instead of skip (internal/testenv)
+	"DSH_TEST_",           // tests
+	"DSH_NATIVE_TEST_",    // tests
+	"DSH_CONFORMANCE_",    // tests (execworld/conformance)
+	"DSH_PROXYBENCH_",     // benchmarks
+	"DSH_BENCH_",          // benchmarks
+	"DSH_HOST_",           // tests
 }
 
 func internalEnv(name string) bool {
