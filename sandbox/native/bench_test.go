@@ -175,5 +175,3 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	}
 	return sorted[i]
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -40,7 +40,9 @@
 //     init. Processes with a terminal are relayed.
 //
 // DSH_NATIVE_TRACE=1 in dsh's environment makes the init print how long
-// each setup step took to Options.Stderr.
+// each setup step took to Options.Stderr (dsh's stderr when that is nil),
+// and the driver print the wall, user and kernel time of each host step
+// of a world's start and close to dsh's stderr (steptrace.go).
 //
 // # Identity
 //

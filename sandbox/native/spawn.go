@@ -185,31 +185,37 @@ type starting struct {
 // pushes the undo of what it made, and on error everything made so far
 // is removed in reverse order.
 func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, execEnv []string, io3 *stdio) (*launch, error) {
+	tr := newHostTrace()
 	p, err := d.plan(spec, opts, execArgv, execEnv)
 	if err != nil {
 		return nil, err
 	}
 	s := &starting{plan: p, d: d, ctx: ctx, io3: io3, l: &launch{}}
 	defer s.transient.run()
-	for _, step := range []func() error{
-		s.makeState,     // the world's directory and root mount point
-		s.protect,       // placeholders and binds of the protected paths
-		s.connectEgress, // the broker connection dsh serves
-		s.openStdio,     // the stdio socket (serve mode)
-		s.makeCgroup,    // the world's cgroup, if it has limits
-		s.openChannels,  // sync socket, ready pipe, the binary
-		s.spawn,         // the init, in its namespaces (and cgroup v2)
-		s.placeInCgroup, // cgroup v1: before the init may go on
-		s.makeTrees,     // a root caller: the idmapped workspace and homes
-		s.release,       // the init may go on
-		s.awaitReady,    // its verdict
-		s.receiveUpper,  // an overlay workspace's upper layer
-		s.limitPids,     // the pids limit, now the init's threads exist
+	tr.mark("plan")
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"makeState", s.makeState},         // the world's directory and root mount point
+		{"protect", s.protect},             // placeholders and binds of the protected paths
+		{"connectEgress", s.connectEgress}, // the broker connection dsh serves
+		{"openStdio", s.openStdio},         // the stdio socket (serve mode)
+		{"makeCgroup", s.makeCgroup},       // the world's cgroup, if it has limits
+		{"openChannels", s.openChannels},   // sync socket, ready pipe, the binary
+		{"spawn", s.spawn},                 // the init, in its namespaces (and cgroup v2)
+		{"placeInCgroup", s.placeInCgroup}, // cgroup v1: before the init may go on
+		{"makeTrees", s.makeTrees},         // a root caller: the idmapped workspace and homes
+		{"release", s.release},             // the init may go on
+		{"awaitReady", s.awaitReady},       // its verdict
+		{"receiveUpper", s.receiveUpper},   // an overlay workspace's upper layer
+		{"limitPids", s.limitPids},         // the pids limit, now the init's threads exist
 	} {
-		if err := step(); err != nil {
+		if err := step.run(); err != nil {
 			s.l.cleanup()
 			return nil, err
 		}
+		tr.mark(step.name)
 	}
 	return s.l, nil
 }
@@ -340,6 +346,9 @@ func (s *starting) spawn() error {
 		childCtl = [2]*os.File{inR, outW}
 		cmd.Stdin, cmd.Stdout = inR, outW
 		cmd.Stderr = s.d.opts.Stderr
+		if cmd.Stderr == nil && s.cfg.Trace {
+			cmd.Stderr = os.Stderr // the init's step timings
+		}
 	} else if s.io3 != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = s.io3.in, s.io3.out, s.io3.err
 	}
