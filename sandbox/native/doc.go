@@ -14,7 +14,9 @@
 // stages:
 //
 //  1. Setup (privileged inside the user namespace only): wait until the
-//     parent has placed it in the world's cgroup; bind the host root
+//     parent releases it (in exec mode once it is in the world's cgroup;
+//     a serving init is placed in it while it sets up, and the driver
+//     waits for that before the world's first process); bind the host root
 //     read-only (recursively, nosuid, nodev); put empty read-only tmpfs or
 //     /dev/null over every mask; bind the workspace read-write at its own
 //     path; add tmpfs /tmp, a private /proc (with /proc/sys read-only and
