@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -64,6 +65,14 @@ func buildHello(b *testing.B) string {
 //	dsh-run    dsh run -- /bin/true (static dsh; native driver, default limits, masks, seccomp, egress proxy)
 //	world      Open + Start(/bin/true) + Wait + Close of a native world in-process (dsh as the init)
 //	warm       Start(/bin/true) + Wait in a world that is already open (how dsh serve runs commands)
+//	dsh-run-nolimits  dsh run --no-limits -- /bin/true: the same without a cgroup
+//	cgroup-move       cgroup v1 only: moving a sleeping process to another pids cgroup, one
+//	                  write of cgroup.procs, which waits for an RCU grace period of the kernel:
+//	                  the floor of placing the init in its cgroup there
+//
+// The targets are reported as target-run, (dsh-run - 2 dsh-start) /
+// bwrap, what dsh adds beyond its two binary starts (the CLI and the
+// init), and target-world, (world - dsh-start) / bwrap (p50s).
 //
 // It reports p50 and p99 wall time of each in ms, the p50 CPU time (user
 // + sys of this process and its children, less sensitive to the load of
@@ -122,6 +131,21 @@ func BenchmarkStartTrue(b *testing.B) {
 			return in.Close()
 		}},
 		{"warm", func() error { return runTrue(warm) }},
+		{"dsh-run-nolimits", func() error {
+			cmd := exec.Command(dsh, "run", "--no-limits", "--workspace", ws, "--", "/bin/true")
+			cmd.Dir = ws
+			return cmd.Run()
+		}},
+	}
+	if !unified() {
+		move, err := cgroupMover(b)
+		if err != nil {
+			b.Fatal(err)
+		}
+		variants = append(variants, struct {
+			name string
+			run  func() error
+		}{"cgroup-move", move})
 	}
 	times := make([][]time.Duration, len(variants))
 	cpu := make([][]time.Duration, len(variants))
@@ -156,6 +180,40 @@ func BenchmarkStartTrue(b *testing.B) {
 			b.ReportMetric(p50[v.name]/p50["bwrap"], v.name+"/bwrap-p50")
 		}
 	}
+	b.ReportMetric((p50["dsh-run"]-2*p50["dsh-start"])/p50["bwrap"], "target-run")
+	b.ReportMetric((p50["world"]-p50["dsh-start"])/p50["bwrap"], "target-world")
+}
+
+// cgroupMover starts a sleeper and returns a function that moves it to
+// the other of two cgroup v1 pids groups (one write of cgroup.procs).
+func cgroupMover(b *testing.B) (func() error, error) {
+	sleeper := exec.Command("sleep", "3600")
+	if err := sleeper.Start(); err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, name := range []string{"a", "b"} {
+		d := filepath.Join(cgroupRoot, "pids", cgroupParent, "bench-move-"+strconv.Itoa(os.Getpid())+"-"+name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, d)
+	}
+	b.Cleanup(func() {
+		sleeper.Process.Kill()
+		sleeper.Wait()
+		for _, d := range dirs {
+			for deadline := time.Now().Add(2 * time.Second); syscall.Rmdir(d) == syscall.EBUSY && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
+	pid := []byte(strconv.Itoa(sleeper.Process.Pid))
+	n := 0
+	return func() error {
+		n++
+		return os.WriteFile(filepath.Join(dirs[n%2], "cgroup.procs"), pid, 0)
+	}, nil
 }
 
 // cpuTime is the user+sys time of this process and its waited-for
