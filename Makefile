@@ -16,9 +16,11 @@ endif
 
 all: build
 
-## build: the static dsh binary at ./bin/dsh
+## build: the static dsh binary at ./bin/dsh, with the native sandbox's
+## small init (cmd/dsh-init) embedded, built from the same tree just before
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/dsh ./cmd/dsh
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -E=main.earlyEntry' -o sandbox/native/initbin/dsh-init ./cmd/dsh-init
+	CGO_ENABLED=0 $(GO) build -trimpath -tags embedinit -ldflags '$(LDFLAGS)' -o bin/dsh ./cmd/dsh
 
 ## docker: make sure a Docker engine answers (installs and starts it when needed)
 docker:

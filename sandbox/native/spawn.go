@@ -174,6 +174,7 @@ type starting struct {
 	readyR       *os.File
 	readyW       *os.File
 	exeFile      *os.File
+	exeShared    bool // exeFile is the embedded init's memfd, not closed
 	sys          *syscall.SysProcAttr
 	trees        []int
 	// making is the cgroup v1 being made in parallel with the spawn.
@@ -191,6 +192,9 @@ type starting struct {
 // is removed in reverse order.
 func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, execEnv []string, io3 *stdio) (*launch, error) {
 	tr := newHostTrace()
+	if d.opts.Executable == "" {
+		prepareInit() // the embedded init's memfd, while the first steps run
+	}
 	p, err := d.plan(spec, opts, execArgv, execEnv)
 	if err != nil {
 		return nil, err
@@ -342,6 +346,16 @@ func (s *starting) openChannels() error {
 	s.transient.push(func() { s.readyR.Close(); s.readyW.Close() })
 	// Executed through a descriptor: the mapped init may not be allowed
 	// to look up the binary's path (a test binary in a private directory).
+	// dsh built with its small init embedded runs that one (initexe.go).
+	if s.d.opts.Executable == "" {
+		if s.exeFile, err = initMemfd(); err != nil {
+			return err
+		}
+		if s.exeFile != nil {
+			s.exeShared = true // the process's own, kept open (initexe.go)
+			return nil
+		}
+	}
 	if s.exeFile, err = os.Open(s.exe); err != nil {
 		return fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
 	}
@@ -446,7 +460,9 @@ func (s *starting) spawn() error {
 	// The init holds its ends now.
 	s.syncR.Close()
 	s.readyW.Close()
-	s.exeFile.Close()
+	if !s.exeShared {
+		s.exeFile.Close()
+	}
 	return nil
 }
 
