@@ -57,7 +57,7 @@ func TestFailedStartLeavesNoCgroupOrState(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			state := stateDir(t)
-			d := New(&Options{Executable: testExe(t), StateDir: state, Stderr: os.Stderr})
+			d := New(&Options{Executable: initExe(t), StateDir: state, Stderr: os.Stderr})
 			spec := sandbox.DefaultSpec(c.ws(t))
 			if in, err := d.Open(c.ctx(), spec, nil); err == nil {
 				in.Close()

@@ -42,6 +42,13 @@ var (
 	initErr  error
 )
 
+// PrepareInit begins making the embedded init's memfd in the background,
+// if dsh embeds one: a command about to open a world calls it first, so
+// that the copy overlaps its configuration and planning. Calling it is
+// never needed (a start makes the memfd when missing) and a second call
+// does nothing.
+func PrepareInit() { prepareInit() }
+
 // prepareInit begins making the init's memfd, if dsh embeds one.
 func prepareInit() {
 	initOnce.Do(func() {

@@ -22,7 +22,7 @@ func runIn(t *testing.T, spec *sandbox.Spec, argv ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	d := New(&Options{Executable: testExe(t), StateDir: stateDir(t)})
+	d := New(&Options{Executable: initExe(t), StateDir: stateDir(t)})
 	err := d.runOnce(ctx, spec, argv, spec.Env, &out)
 	return out.String(), err
 }
@@ -218,7 +218,7 @@ func TestBadSpecIsRejected(t *testing.T) {
 	for field, mutate := range cases {
 		spec := sandbox.DefaultSpec(ws)
 		mutate(spec)
-		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
+		_, err := New(&Options{Executable: initExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
 		if !errors.Is(err, ErrUnsupportedSpec) || !strings.Contains(err.Error(), "Spec."+strings.TrimSpace(field)) {
 			t.Errorf("Open with bad %s = %v, want an ErrUnsupportedSpec naming it", field, err)
 		}
