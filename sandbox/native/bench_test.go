@@ -16,20 +16,47 @@ import (
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
-// buildDsh builds the static dsh binary the way `make build` does, or
-// uses the one named by DSH_BENCH_DSH.
-func buildDsh(b *testing.B) string {
+// buildDsh builds the static dsh binary the way `make build` does (the
+// small init first, then dsh embedding it), or uses the one named by
+// DSH_BENCH_DSH. It returns dsh and the init the world variant runs:
+// DSH_BENCH_INIT if set, else the small init it built, else (with
+// DSH_BENCH_DSH) that dsh binary itself.
+func buildDsh(b *testing.B) (dsh, initBin string) {
 	b.Helper()
+	initBin = os.Getenv("DSH_BENCH_INIT")
 	if bin := os.Getenv("DSH_BENCH_DSH"); bin != "" {
-		return bin
+		if initBin == "" {
+			initBin = bin
+		}
+		return bin, initBin
 	}
-	bin := filepath.Join(b.TempDir(), "dsh")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building dsh: %v\n%s", err, out)
+	dir := b.TempDir()
+	small := filepath.Join(dir, "dsh-init")
+	bin := filepath.Join(dir, "dsh")
+	for _, args := range [][]string{
+		{"build", "-trimpath", "-ldflags", "-s -w -E=main.earlyEntry", "-o", small, "github.com/dsh-dev/dsh/cmd/dsh-init"},
+		{"build", "-trimpath", "-tags", "embedinit", "-ldflags", "-s -w", "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh"},
+	} {
+		if args[len(args)-1] == "github.com/dsh-dev/dsh/cmd/dsh" {
+			// go:embed reads it from the package directory, as make does.
+			data, err := os.ReadFile(small)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile("initbin/dsh-init", data, 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("building %s: %v\n%s", args[len(args)-1], err, out)
+		}
 	}
-	return bin
+	if initBin == "" {
+		initBin = small
+	}
+	return bin, initBin
 }
 
 // buildHello builds the smallest static Go program, func main() {}: what
@@ -63,7 +90,8 @@ func buildHello(b *testing.B) string {
 //	dsh-start  dsh version: starting the static dsh binary, the floor of any dsh command
 //	bwrap      bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all --die-with-parent /bin/true
 //	dsh-run    dsh run -- /bin/true (static dsh; native driver, default limits, masks, seccomp, egress proxy)
-//	world      Open + Start(/bin/true) + Wait + Close of a native world in-process (dsh as the init)
+//	world      Open + Start(/bin/true) + Wait + Close of a native world in-process (the init
+//	           dsh runs: its embedded small init, see buildDsh)
 //	warm       Start(/bin/true) + Wait in a world that is already open (how dsh serve runs commands)
 //	dsh-run-nolimits  dsh run --no-limits -- /bin/true: the same without a cgroup
 //	cgroup-move       cgroup v1 only: moving a sleeping process to another pids cgroup, one
@@ -81,10 +109,10 @@ func BenchmarkStartTrue(b *testing.B) {
 	testenv.RequireUserNS(b)
 	testenv.RequireCgroups(b)
 	bwrap := testenv.RequireCommand(b, "bwrap")
-	dsh := buildDsh(b)
+	dsh, initBin := buildDsh(b)
 	hello := buildHello(b)
 	ws := b.TempDir()
-	d := New(&Options{Executable: dsh, StateDir: stateDir(b)})
+	d := New(&Options{Executable: initBin, StateDir: stateDir(b)})
 	spec := sandbox.DefaultSpec(ws)
 
 	warm, err := d.Open(context.Background(), spec, nil)
