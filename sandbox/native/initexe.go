@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,16 +31,22 @@ var embeddedInit []byte
 // prepareInit begins it in the background so that the copy overlaps the
 // start's first steps.
 func initMemfd() (*os.File, error) {
+	if noInitMemfd.Load() {
+		return nil, nil
+	}
 	prepareInit()
 	<-initDone
 	return initFile, initErr
 }
 
 var (
-	initOnce sync.Once
-	initDone = make(chan struct{})
-	initFile *os.File
-	initErr  error
+	// noInitMemfd is set once executing the memfd was refused: every
+	// later world runs dsh's own binary.
+	noInitMemfd atomic.Bool
+	initOnce    sync.Once
+	initDone    = make(chan struct{})
+	initFile    *os.File
+	initErr     error
 )
 
 // PrepareInit begins making the embedded init's memfd in the background,

@@ -347,15 +347,19 @@ func (s *starting) openChannels() error {
 	// Executed through a descriptor: the mapped init may not be allowed
 	// to look up the binary's path (a test binary in a private directory).
 	// dsh built with its small init embedded runs that one (initexe.go).
+	// Without it (none embedded, or no memfd to be had) dsh runs its own
+	// binary, which is only slower.
 	if s.d.opts.Executable == "" {
-		if s.exeFile, err = initMemfd(); err != nil {
-			return err
-		}
-		if s.exeFile != nil {
-			s.exeShared = true // the process's own, kept open (initexe.go)
+		if f, err := initMemfd(); err == nil && f != nil {
+			s.exeFile, s.exeShared = f, true // the process's own, kept open (initexe.go)
 			return nil
 		}
 	}
+	return s.openOwnBinary()
+}
+
+func (s *starting) openOwnBinary() error {
+	var err error
 	if s.exeFile, err = os.Open(s.exe); err != nil {
 		return fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
 	}
@@ -429,6 +433,25 @@ func (s *starting) spawn() error {
 	}
 	cmd.SysProcAttr = s.sys
 	err = startPinned(cmd)
+	if err != nil && s.exeShared && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
+		// The kernel or a security module refuses to execute the memfd
+		// (the checks in initMemfd cannot see a module's policy): run
+		// dsh's own binary, now and for every later world.
+		noInitMemfd.Store(true)
+		for _, f := range childCtl {
+			if f != nil {
+				f.Close()
+			}
+		}
+		if s.l.ctlW != nil {
+			s.l.ctlW.Close()
+		}
+		s.exeShared = false
+		if err := s.openOwnBinary(); err != nil {
+			return err
+		}
+		return s.spawn()
+	}
 	for _, f := range childCtl {
 		if f != nil {
 			f.Close()
