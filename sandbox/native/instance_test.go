@@ -89,6 +89,7 @@ func (f *fakeProxy) Serve(l net.Listener) error {
 }
 
 func TestEgressGoesThroughTheForwarder(t *testing.T) {
+	helperInit(t)
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
 	spec := sandbox.DefaultSpec(t.TempDir())

@@ -149,6 +149,7 @@ func TestWorkspaceInsideMaskStaysReachable(t *testing.T) {
 }
 
 func TestSeccompDeniesEscapes(t *testing.T) {
+	helperInit(t)
 	testenv.RequireUserNS(t)
 	out, err := runIn(t, sandbox.DefaultSpec(t.TempDir()), "/proc/self/exe", helperArg, "syscalls")
 	if err != nil {
@@ -172,6 +173,7 @@ func TestSeccompDeniesEscapes(t *testing.T) {
 }
 
 func TestNoNetworkWithoutEgress(t *testing.T) {
+	helperInit(t)
 	testenv.RequireUserNS(t)
 	// A listener on the host's loopback that the sandbox must not reach.
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -28,6 +28,11 @@ func initExe(t testing.TB) string {
 	return testExe(t)
 }
 
+// helperInit makes the test's worlds run the test binary as their init
+// whatever testInitEnv says: the test runs the helper inside as
+// /proc/self/exe (the init's binary, from pid1 or as PID 1).
+func helperInit(t *testing.T) { t.Setenv(testInitEnv, "") }
+
 var smallInit struct {
 	once sync.Once
 	path string
