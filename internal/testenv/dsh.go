@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -63,7 +64,7 @@ func buildEmbeddedInit(tmp string) error {
 	}
 	dst := filepath.Join(filepath.Dir(string(bytes.TrimSpace(out))), "sandbox", "native", "initbin", "dsh-init")
 	bin := filepath.Join(tmp, "dsh-init")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -E=main.earlyEntry", "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh-init")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+InitLDFlags(), "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh-init")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the sandbox init: %v\n%s", err, out)
@@ -90,4 +91,13 @@ func buildEmbeddedInit(tmp string) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// InitLDFlags are the linker flags `make build` gives cmd/dsh-init: with
+// its entry point where it has one (amd64, cmd/dsh-init/entry_amd64.s).
+func InitLDFlags() string {
+	if runtime.GOARCH == "amd64" {
+		return "-s -w -E=main.earlyEntry"
+	}
+	return "-s -w"
 }

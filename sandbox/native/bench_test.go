@@ -34,7 +34,7 @@ func buildDsh(b *testing.B) (dsh, initBin string) {
 	small := filepath.Join(dir, "dsh-init")
 	bin := filepath.Join(dir, "dsh")
 	for _, args := range [][]string{
-		{"build", "-trimpath", "-ldflags", "-s -w -E=main.earlyEntry", "-o", small, "github.com/dsh-dev/dsh/cmd/dsh-init"},
+		{"build", "-trimpath", "-ldflags", testenv.InitLDFlags(), "-o", small, "github.com/dsh-dev/dsh/cmd/dsh-init"},
 		{"build", "-trimpath", "-tags", "embedinit", "-ldflags", "-s -w", "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh"},
 	} {
 		if args[len(args)-1] == "github.com/dsh-dev/dsh/cmd/dsh" {
