@@ -68,4 +68,4 @@ man:
 
 ## clean: remove build output
 clean:
-	rm -rf bin man
+	rm -rf bin man sandbox/native/initbin/dsh-init
