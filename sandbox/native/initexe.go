@@ -27,7 +27,7 @@ var embeddedInit []byte
 // nothing can change it once written.
 //
 // It is made once per process, on first use, and kept: every world this
-// process starts executes the same memfd (an open world holds a dup).
+// process starts executes the same memfd.
 // prepareInit begins it in the background so that the copy overlaps the
 // start's first steps.
 func initMemfd() (*os.File, error) {
