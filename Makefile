@@ -5,6 +5,9 @@
 GO               ?= go
 VERSION          ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS          := -s -w -X main.version=$(VERSION)
+# The small init's entry point (cmd/dsh-init/entry_amd64.s) exists on amd64;
+# elsewhere it starts at the runtime's and drops its privileges in Go.
+INIT_LDFLAGS     := -s -w $(if $(filter amd64,$(shell $(GO) env GOARCH)),-E=main.earlyEntry)
 STATICCHECK      := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEST_TIMEOUT     ?= 30m
 # As root (CI, this machine) the privileged sandbox tests must run, not skip.
@@ -16,9 +19,11 @@ endif
 
 all: build
 
-## build: the static dsh binary at ./bin/dsh
+## build: the static dsh binary at ./bin/dsh, with the native sandbox's
+## small init (cmd/dsh-init) embedded, built from the same tree just before
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/dsh ./cmd/dsh
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(INIT_LDFLAGS)' -o sandbox/native/initbin/dsh-init ./cmd/dsh-init
+	CGO_ENABLED=0 $(GO) build -trimpath -tags embedinit -ldflags '$(LDFLAGS)' -o bin/dsh ./cmd/dsh
 
 ## docker: make sure a Docker engine answers (installs and starts it when needed)
 docker:
@@ -75,4 +80,4 @@ man:
 
 ## clean: remove build output
 clean:
-	rm -rf bin man
+	rm -rf bin man sandbox/native/initbin/dsh-init

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
 // Statuses dsh run exits with when the command itself did not decide.
@@ -137,6 +138,7 @@ func runRun(cmd *cobra.Command, args []string) error {
 }
 
 func runRunCmd(cmd *cobra.Command, args []string) error {
+	native.PrepareInit() // while the configuration loads
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return exitf(statusDshFailed, "configuration: %v", err)

@@ -1,10 +1,12 @@
 package testenv
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -28,7 +30,10 @@ func StaticDsh(t testing.TB) string {
 			return
 		}
 		staticDsh.path = filepath.Join(staticDsh.dir, "dsh")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", staticDsh.path, "github.com/dsh-dev/dsh/cmd/dsh")
+		if staticDsh.err = buildEmbeddedInit(staticDsh.dir); staticDsh.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", "embedinit", "-o", staticDsh.path, "github.com/dsh-dev/dsh/cmd/dsh")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			staticDsh.err = fmt.Errorf("building the static dsh binary: %v\n%s", err, out)
@@ -45,4 +50,54 @@ func RemoveStaticDsh() {
 	if staticDsh.dir != "" {
 		os.RemoveAll(staticDsh.dir)
 	}
+}
+
+// buildEmbeddedInit builds the native sandbox's small init (cmd/dsh-init)
+// as `make build` does and puts it where dsh's build tag embedinit embeds
+// it from (sandbox/native/initbin), so the binary the tests run is the one
+// dsh ships. The file is replaced by a rename: test binaries building at
+// once never see a partial one.
+func buildEmbeddedInit(tmp string) error {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("finding the module root: %v", err)
+	}
+	dst := filepath.Join(filepath.Dir(string(bytes.TrimSpace(out))), "sandbox", "native", "initbin", "dsh-init")
+	bin := filepath.Join(tmp, "dsh-init")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+InitLDFlags(), "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh-init")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the sandbox init: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(dst), ".dsh-init-")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o755)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// InitLDFlags are the linker flags `make build` gives cmd/dsh-init: with
+// its entry point where it has one (amd64, cmd/dsh-init/entry_amd64.s).
+func InitLDFlags() string {
+	if runtime.GOARCH == "amd64" {
+		return "-s -w -E=main.earlyEntry"
+	}
+	return "-s -w"
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -15,20 +16,47 @@ import (
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
-// buildDsh builds the static dsh binary the way `make build` does, or
-// uses the one named by DSH_BENCH_DSH.
-func buildDsh(b *testing.B) string {
+// buildDsh builds the static dsh binary the way `make build` does (the
+// small init first, then dsh embedding it), or uses the one named by
+// DSH_BENCH_DSH. It returns dsh and the init the world variant runs:
+// DSH_BENCH_INIT if set, else the small init it built, else (with
+// DSH_BENCH_DSH) that dsh binary itself.
+func buildDsh(b *testing.B) (dsh, initBin string) {
 	b.Helper()
+	initBin = os.Getenv("DSH_BENCH_INIT")
 	if bin := os.Getenv("DSH_BENCH_DSH"); bin != "" {
-		return bin
+		if initBin == "" {
+			initBin = bin
+		}
+		return bin, initBin
 	}
-	bin := filepath.Join(b.TempDir(), "dsh")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building dsh: %v\n%s", err, out)
+	dir := b.TempDir()
+	small := filepath.Join(dir, "dsh-init")
+	bin := filepath.Join(dir, "dsh")
+	for _, args := range [][]string{
+		{"build", "-trimpath", "-ldflags", testenv.InitLDFlags(), "-o", small, "github.com/dsh-dev/dsh/cmd/dsh-init"},
+		{"build", "-trimpath", "-tags", "embedinit", "-ldflags", "-s -w", "-o", bin, "github.com/dsh-dev/dsh/cmd/dsh"},
+	} {
+		if args[len(args)-1] == "github.com/dsh-dev/dsh/cmd/dsh" {
+			// go:embed reads it from the package directory, as make does.
+			data, err := os.ReadFile(small)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile("initbin/dsh-init", data, 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("building %s: %v\n%s", args[len(args)-1], err, out)
+		}
 	}
-	return bin
+	if initBin == "" {
+		initBin = small
+	}
+	return bin, initBin
 }
 
 // buildHello builds the smallest static Go program, func main() {}: what
@@ -62,8 +90,17 @@ func buildHello(b *testing.B) string {
 //	dsh-start  dsh version: starting the static dsh binary, the floor of any dsh command
 //	bwrap      bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all --die-with-parent /bin/true
 //	dsh-run    dsh run -- /bin/true (static dsh; native driver, default limits, masks, seccomp, egress proxy)
-//	world      Open + Start(/bin/true) + Wait + Close of a native world in-process (dsh as the init)
+//	world      Open + Start(/bin/true) + Wait + Close of a native world in-process (the init
+//	           dsh runs: its embedded small init, see buildDsh)
 //	warm       Start(/bin/true) + Wait in a world that is already open (how dsh serve runs commands)
+//	dsh-run-nolimits  dsh run --no-limits -- /bin/true: the same without a cgroup
+//	cgroup-move       cgroup v1 only: moving a sleeping process to another pids cgroup, one
+//	                  write of cgroup.procs, which waits for an RCU grace period of the kernel:
+//	                  the floor of placing the init in its cgroup there
+//
+// The targets are reported as target-run, (dsh-run - 2 dsh-start) /
+// bwrap, what dsh adds beyond its two binary starts (the CLI and the
+// init), and target-world, (world - dsh-start) / bwrap (p50s).
 //
 // It reports p50 and p99 wall time of each in ms, the p50 CPU time (user
 // + sys of this process and its children, less sensitive to the load of
@@ -72,10 +109,10 @@ func BenchmarkStartTrue(b *testing.B) {
 	testenv.RequireUserNS(b)
 	testenv.RequireCgroups(b)
 	bwrap := testenv.RequireCommand(b, "bwrap")
-	dsh := buildDsh(b)
+	dsh, initBin := buildDsh(b)
 	hello := buildHello(b)
 	ws := b.TempDir()
-	d := New(&Options{Executable: dsh, StateDir: stateDir(b)})
+	d := New(&Options{Executable: initBin, StateDir: stateDir(b)})
 	spec := sandbox.DefaultSpec(ws)
 
 	warm, err := d.Open(context.Background(), spec, nil)
@@ -122,6 +159,21 @@ func BenchmarkStartTrue(b *testing.B) {
 			return in.Close()
 		}},
 		{"warm", func() error { return runTrue(warm) }},
+		{"dsh-run-nolimits", func() error {
+			cmd := exec.Command(dsh, "run", "--no-limits", "--workspace", ws, "--", "/bin/true")
+			cmd.Dir = ws
+			return cmd.Run()
+		}},
+	}
+	if !unified() {
+		move, err := cgroupMover(b)
+		if err != nil {
+			b.Fatal(err)
+		}
+		variants = append(variants, struct {
+			name string
+			run  func() error
+		}{"cgroup-move", move})
 	}
 	times := make([][]time.Duration, len(variants))
 	cpu := make([][]time.Duration, len(variants))
@@ -156,6 +208,40 @@ func BenchmarkStartTrue(b *testing.B) {
 			b.ReportMetric(p50[v.name]/p50["bwrap"], v.name+"/bwrap-p50")
 		}
 	}
+	b.ReportMetric((p50["dsh-run"]-2*p50["dsh-start"])/p50["bwrap"], "target-run")
+	b.ReportMetric((p50["world"]-p50["dsh-start"])/p50["bwrap"], "target-world")
+}
+
+// cgroupMover starts a sleeper and returns a function that moves it to
+// the other of two cgroup v1 pids groups (one write of cgroup.procs).
+func cgroupMover(b *testing.B) (func() error, error) {
+	sleeper := exec.Command("sleep", "3600")
+	if err := sleeper.Start(); err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, name := range []string{"a", "b"} {
+		d := filepath.Join(cgroupRoot, "pids", cgroupParent, "bench-move-"+strconv.Itoa(os.Getpid())+"-"+name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, d)
+	}
+	b.Cleanup(func() {
+		sleeper.Process.Kill()
+		sleeper.Wait()
+		for _, d := range dirs {
+			for deadline := time.Now().Add(2 * time.Second); syscall.Rmdir(d) == syscall.EBUSY && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
+	pid := []byte(strconv.Itoa(sleeper.Process.Pid))
+	n := 0
+	return func() error {
+		n++
+		return os.WriteFile(filepath.Join(dirs[n%2], "cgroup.procs"), pid, 0)
+	}, nil
 }
 
 // cpuTime is the user+sys time of this process and its waited-for
@@ -175,5 +261,3 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	}
 	return sorted[i]
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

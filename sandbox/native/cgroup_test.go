@@ -124,7 +124,7 @@ func TestCgroupV1DestroyKillsMembersAndRemoves(t *testing.T) {
 func TestCgroupParentMustStayInside(t *testing.T) {
 	ws := t.TempDir()
 	for _, p := range []string{"/dsh-native", "..", "../x", "a/../../b", "a//b", "a/"} {
-		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t), CgroupParent: p}).Open(context.Background(), sandbox.DefaultSpec(ws), nil)
+		_, err := New(&Options{Executable: initExe(t), StateDir: stateDir(t), CgroupParent: p}).Open(context.Background(), sandbox.DefaultSpec(ws), nil)
 		if err == nil || !strings.Contains(err.Error(), "Options.CgroupParent") {
 			t.Errorf("Open with CgroupParent %q = %v, want a refusal naming Options.CgroupParent", p, err)
 		}

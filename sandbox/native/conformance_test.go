@@ -29,7 +29,7 @@ const (
 // TestConformance runs the shared suite every confining driver passes.
 func TestConformance(t *testing.T) {
 	testenv.RequireUserNS(t)
-	opts := &Options{Executable: testExe(t)}
+	opts := &Options{Executable: initExe(t)}
 	var copts conformance.Options
 	if parent := os.Getenv(unprivCgroupEnv); parent != "" {
 		// As the unprivileged user: its default state directory
@@ -88,6 +88,18 @@ func TestConformanceUnprivileged(t *testing.T) {
 		"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp,
 		unprivCgroupEnv + "=" + parent, unprivProbeEnv + "=" + probePath,
 		"DSH_REQUIRE_USERNS=1", // a missing requirement fails the leg, never skips it
+	}
+	if init := os.Getenv(testInitEnv); init != "" {
+		// The same init for the user: a copy it can read.
+		b, err := os.ReadFile(init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "dsh-init")
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, testInitEnv+"="+p)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	r, w, err := os.Pipe()

@@ -14,7 +14,9 @@
 // stages:
 //
 //  1. Setup (privileged inside the user namespace only): wait until the
-//     parent has placed it in the world's cgroup; bind the host root
+//     parent releases it (in exec mode once it is in the world's cgroup;
+//     a serving init is placed in it while it sets up, and the driver
+//     waits for that before the world's first process); bind the host root
 //     read-only (recursively, nosuid, nodev); put empty read-only tmpfs or
 //     /dev/null over every mask; bind the workspace read-write at its own
 //     path; add tmpfs /tmp, a private /proc (with /proc/sys read-only and
@@ -40,7 +42,9 @@
 //     init. Processes with a terminal are relayed.
 //
 // DSH_NATIVE_TRACE=1 in dsh's environment makes the init print how long
-// each setup step took to Options.Stderr.
+// each setup step took to Options.Stderr (dsh's stderr when that is nil),
+// and the driver print the wall, user and kernel time of each host step
+// of a world's start and close to dsh's stderr (steptrace.go).
 //
 // # Identity
 //

@@ -86,13 +86,17 @@ func (in *instance) shutdown() error {
 	// kernel SIGKILLs every process in the namespace and Wait returns
 	// once they are all gone. Processes get SIGKILL either way, so there
 	// is nothing to gain from letting the init do it.
+	tr := newHostTrace()
 	in.stop()
+	tr.mark("close: stop init")
 	var errs []error
 	if in.l.cg != nil {
 		errs = append(errs, in.l.cg.destroy())
 		in.l.cg = nil
 	}
+	tr.mark("close: cgroup")
 	in.l.cleanup()
+	tr.mark("close: cleanup")
 	return errors.Join(errs...)
 }
 

@@ -30,7 +30,7 @@ func openWorldWith(t *testing.T, spec *sandbox.Spec, opts *sandbox.OpenOptions) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	in, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t), Stderr: os.Stderr}).Open(ctx, spec, opts)
+	in, err := New(&Options{Executable: initExe(t), StateDir: stateDir(t), Stderr: os.Stderr}).Open(ctx, spec, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -89,6 +89,7 @@ func (f *fakeProxy) Serve(l net.Listener) error {
 }
 
 func TestEgressGoesThroughTheForwarder(t *testing.T) {
+	helperInit(t)
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
 	spec := sandbox.DefaultSpec(t.TempDir())

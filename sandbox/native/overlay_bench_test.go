@@ -28,7 +28,7 @@ import (
 func BenchmarkWorkspaceOverlay(b *testing.B) {
 	testenv.RequireUserNS(b)
 	testenv.RequireCgroups(b)
-	dsh := buildDsh(b)
+	dsh, _ := buildDsh(b)
 	ws := b.TempDir()
 	for i := range 50 {
 		if err := os.WriteFile(filepath.Join(ws, "f"+string(rune('a'+i%26))+string(rune('a'+i/26))), make([]byte, 4096), 0o644); err != nil {

@@ -12,7 +12,7 @@ func TestProbeAsRoot(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
-	r := New(&Options{Executable: testExe(t), StateDir: stateDir(t)}).Inspect(context.Background())
+	r := New(&Options{Executable: initExe(t), StateDir: stateDir(t)}).Inspect(context.Background())
 	if !r.UserNamespaces || !r.PivotRoot || !r.Seccomp || !r.CgroupWritable || !r.Ready() {
 		t.Errorf("Probe as root on this host = %+v, want everything available", r)
 	}
@@ -22,7 +22,7 @@ func TestProbeAsRoot(t *testing.T) {
 	if r.CgroupVersion == "none" || len(r.CgroupControllers) == 0 {
 		t.Errorf("cgroup report = %s %v", r.CgroupVersion, r.CgroupControllers)
 	}
-	var p sandbox.Prober = New(&Options{Executable: testExe(t), StateDir: stateDir(t)})
+	var p sandbox.Prober = New(&Options{Executable: initExe(t), StateDir: stateDir(t)})
 	rep := p.Probe(context.Background())
 	if !rep.Ready || !rep.Confines || rep.Driver != sandbox.DriverNative || len(rep.Problems) != 0 {
 		t.Errorf("Probe = %+v, want native ready, confining, no problems", rep)

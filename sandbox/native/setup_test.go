@@ -22,7 +22,7 @@ func runIn(t *testing.T, spec *sandbox.Spec, argv ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	d := New(&Options{Executable: testExe(t), StateDir: stateDir(t)})
+	d := New(&Options{Executable: initExe(t), StateDir: stateDir(t)})
 	err := d.runOnce(ctx, spec, argv, spec.Env, &out)
 	return out.String(), err
 }
@@ -149,6 +149,7 @@ func TestWorkspaceInsideMaskStaysReachable(t *testing.T) {
 }
 
 func TestSeccompDeniesEscapes(t *testing.T) {
+	helperInit(t)
 	testenv.RequireUserNS(t)
 	out, err := runIn(t, sandbox.DefaultSpec(t.TempDir()), "/proc/self/exe", helperArg, "syscalls")
 	if err != nil {
@@ -172,6 +173,7 @@ func TestSeccompDeniesEscapes(t *testing.T) {
 }
 
 func TestNoNetworkWithoutEgress(t *testing.T) {
+	helperInit(t)
 	testenv.RequireUserNS(t)
 	// A listener on the host's loopback that the sandbox must not reach.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -218,7 +220,7 @@ func TestBadSpecIsRejected(t *testing.T) {
 	for field, mutate := range cases {
 		spec := sandbox.DefaultSpec(ws)
 		mutate(spec)
-		_, err := New(&Options{Executable: testExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
+		_, err := New(&Options{Executable: initExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
 		if !errors.Is(err, ErrUnsupportedSpec) || !strings.Contains(err.Error(), "Spec."+strings.TrimSpace(field)) {
 			t.Errorf("Open with bad %s = %v, want an ErrUnsupportedSpec naming it", field, err)
 		}

@@ -174,8 +174,14 @@ type starting struct {
 	readyR       *os.File
 	readyW       *os.File
 	exeFile      *os.File
+	exeShared    bool // exeFile is the embedded init's memfd, not closed
 	sys          *syscall.SysProcAttr
 	trees        []int
+	// making is the cgroup v1 being made in parallel with the spawn.
+	making chan cgroupResult
+	// placing is the result of placing the init in its cgroup v1 while
+	// it sets up (serve mode), nil when that is done or not needed.
+	placing chan error
 }
 
 // start launches an init for spec. With exec set, the init executes that
@@ -185,31 +191,41 @@ type starting struct {
 // pushes the undo of what it made, and on error everything made so far
 // is removed in reverse order.
 func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, execEnv []string, io3 *stdio) (*launch, error) {
+	tr := newHostTrace()
+	if d.opts.Executable == "" {
+		prepareInit() // the embedded init's memfd, while the first steps run
+	}
 	p, err := d.plan(spec, opts, execArgv, execEnv)
 	if err != nil {
 		return nil, err
 	}
 	s := &starting{plan: p, d: d, ctx: ctx, io3: io3, l: &launch{}}
 	defer s.transient.run()
-	for _, step := range []func() error{
-		s.makeState,     // the world's directory and root mount point
-		s.protect,       // placeholders and binds of the protected paths
-		s.connectEgress, // the broker connection dsh serves
-		s.openStdio,     // the stdio socket (serve mode)
-		s.makeCgroup,    // the world's cgroup, if it has limits
-		s.openChannels,  // sync socket, ready pipe, the binary
-		s.spawn,         // the init, in its namespaces (and cgroup v2)
-		s.placeInCgroup, // cgroup v1: before the init may go on
-		s.makeTrees,     // a root caller: the idmapped workspace and homes
-		s.release,       // the init may go on
-		s.awaitReady,    // its verdict
-		s.receiveUpper,  // an overlay workspace's upper layer
-		s.limitPids,     // the pids limit, now the init's threads exist
+	tr.mark("plan")
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"makeState", s.makeState},         // the world's directory and root mount point
+		{"makeCgroup", s.makeCgroup},       // the world's cgroup, if it has limits (v1: in parallel)
+		{"protect", s.protect},             // placeholders and binds of the protected paths
+		{"connectEgress", s.connectEgress}, // the broker connection dsh serves
+		{"openStdio", s.openStdio},         // the stdio socket (serve mode)
+		{"openChannels", s.openChannels},   // sync socket, ready pipe, the binary
+		{"spawn", s.spawn},                 // the init, in its namespaces (and cgroup v2)
+		{"placeInCgroup", s.placeInCgroup}, // cgroup v1: begun, done before anything of the world runs
+		{"makeTrees", s.makeTrees},         // a root caller: the idmapped workspace and homes
+		{"release", s.release},             // the init may go on
+		{"awaitReady", s.awaitReady},       // its verdict
+		{"placed", s.awaitPlaced},          // cgroup v1: the init is in its cgroup
+		{"receiveUpper", s.receiveUpper},   // an overlay workspace's upper layer
+		{"limitPids", s.limitPids},         // the pids limit, now the init's threads exist
 	} {
-		if err := step(); err != nil {
+		if err := step.run(); err != nil {
 			s.l.cleanup()
 			return nil, err
 		}
+		tr.mark(step.name)
 	}
 	return s.l, nil
 }
@@ -267,22 +283,53 @@ func (s *starting) openStdio() error {
 	return nil
 }
 
+// makeCgroup creates the world's cgroup. On cgroup v2 the init is born
+// in it (clone3 CLONE_INTO_CGROUP), so it must exist before the spawn. On
+// v1 the init is placed in it after the spawn, so it is made meanwhile,
+// in parallel with the clone: placeInCgroup takes it (cgroupMade).
 func (s *starting) makeCgroup() error {
 	if !s.wantLimits {
 		return nil
 	}
-	cg, err := newCgroup(s.cgParent, s.l.id, s.res)
-	if err != nil {
-		return err
-	}
-	s.l.cg = cg
 	// Through the field: a closing instance destroys it first.
 	s.l.undo.push(func() {
+		_ = s.cgroupMade()
 		if s.l.cg != nil {
 			_ = s.l.cg.destroy()
 		}
 	})
+	if unified() {
+		cg, err := newCgroup(s.cgParent, s.l.id, s.res)
+		s.l.cg = cg
+		return err
+	}
+	s.making = make(chan cgroupResult, 1)
+	go func() {
+		cg, err := newCgroup(s.cgParent, s.l.id, s.res)
+		s.making <- cgroupResult{cg, err}
+	}()
 	return nil
+}
+
+// cgroupResult is what a cgroup v1 made in parallel with the spawn came
+// to.
+type cgroupResult struct {
+	cg  worldCgroup
+	err error
+}
+
+// cgroupMade waits for the cgroup makeCgroup made in parallel, if it has
+// not been taken yet, and returns its error.
+func (s *starting) cgroupMade() error {
+	if s.making == nil {
+		return nil
+	}
+	r := <-s.making
+	s.making = nil
+	if r.cg != nil {
+		s.l.cg = r.cg
+	}
+	return r.err
 }
 
 func (s *starting) openChannels() error {
@@ -299,6 +346,20 @@ func (s *starting) openChannels() error {
 	s.transient.push(func() { s.readyR.Close(); s.readyW.Close() })
 	// Executed through a descriptor: the mapped init may not be allowed
 	// to look up the binary's path (a test binary in a private directory).
+	// dsh built with its small init embedded runs that one (initexe.go).
+	// Without it (none embedded, or no memfd to be had) dsh runs its own
+	// binary, which is only slower.
+	if s.d.opts.Executable == "" {
+		if f, err := initMemfd(); err == nil && f != nil {
+			s.exeFile, s.exeShared = f, true // the process's own, kept open (initexe.go)
+			return nil
+		}
+	}
+	return s.openOwnBinary()
+}
+
+func (s *starting) openOwnBinary() error {
+	var err error
 	if s.exeFile, err = os.Open(s.exe); err != nil {
 		return fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
 	}
@@ -340,6 +401,9 @@ func (s *starting) spawn() error {
 		childCtl = [2]*os.File{inR, outW}
 		cmd.Stdin, cmd.Stdout = inR, outW
 		cmd.Stderr = s.d.opts.Stderr
+		if cmd.Stderr == nil && s.cfg.Trace {
+			cmd.Stderr = os.Stderr // the init's step timings
+		}
 	} else if s.io3 != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = s.io3.in, s.io3.out, s.io3.err
 	}
@@ -369,6 +433,25 @@ func (s *starting) spawn() error {
 	}
 	cmd.SysProcAttr = s.sys
 	err = startPinned(cmd)
+	if err != nil && s.exeShared && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
+		// The kernel or a security module refuses to execute the memfd
+		// (the checks in initMemfd cannot see a module's policy): run
+		// dsh's own binary, now and for every later world.
+		noInitMemfd.Store(true)
+		for _, f := range childCtl {
+			if f != nil {
+				f.Close()
+			}
+		}
+		if s.l.ctlW != nil {
+			s.l.ctlW.Close()
+		}
+		s.exeShared = false
+		if err := s.openOwnBinary(); err != nil {
+			return err
+		}
+		return s.spawn()
+	}
 	for _, f := range childCtl {
 		if f != nil {
 			f.Close()
@@ -400,20 +483,57 @@ func (s *starting) spawn() error {
 	// The init holds its ends now.
 	s.syncR.Close()
 	s.readyW.Close()
-	s.exeFile.Close()
+	if !s.exeShared {
+		s.exeFile.Close()
+	}
 	return nil
 }
 
+// placeInCgroup puts the init in its cgroup where it was not born in it
+// (cgroup v1). Writing cgroup.procs waits for an RCU grace period of the
+// kernel's cgroup_threadgroup_rwsem, 5-15 ms on a small VM, longer than
+// the init's whole setup. In exec mode the init executes the command when
+// set up, so it is placed before it is released. A serving init runs
+// nothing of the world until dsh asks it to, which is after start
+// returns: it is placed while it sets up, and awaitPlaced waits for that
+// before the pids limit is fitted to its threads. (The init's own setup
+// allocations are then charged where dsh runs, as its runtime's start
+// always was.)
 func (s *starting) placeInCgroup() error {
-	if s.l.cg != nil && !s.sys.UseCgroupFD {
-		if err := s.l.cg.add(s.l.cmd.Process.Pid); err != nil {
-			return &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
-		}
-	}
 	if s.serve {
 		protectInit(s.l.cmd.Process.Pid)
 	}
+	if err := s.cgroupMade(); err != nil {
+		return err
+	}
+	if s.l.cg == nil || s.sys.UseCgroupFD {
+		return nil
+	}
+	if !s.serve {
+		return s.addToCgroup()
+	}
+	s.placing = make(chan error, 1)
+	go func() { s.placing <- s.addToCgroup() }()
+	// Whatever fails later, the write ends before the cgroup is destroyed.
+	s.l.undo.push(func() { _ = s.awaitPlaced() })
 	return nil
+}
+
+func (s *starting) addToCgroup() error {
+	if err := s.l.cg.add(s.l.cmd.Process.Pid); err != nil {
+		return &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
+	}
+	return nil
+}
+
+// awaitPlaced waits for placeInCgroup's write, if one is under way.
+func (s *starting) awaitPlaced() error {
+	if s.placing == nil {
+		return nil
+	}
+	err := <-s.placing
+	s.placing = nil
+	return err
 }
 
 func (s *starting) makeTrees() error {
@@ -439,7 +559,9 @@ func (s *starting) makeTrees() error {
 }
 
 func (s *starting) release() error {
-	// The init waits for this byte: nothing runs before it is limited.
+	// The init waits for this byte. Nothing of the world runs before it
+	// is limited: in exec mode the init was placed in its cgroup first,
+	// a serving init runs nothing until dsh asks (after awaitPlaced).
 	if err := release(s.syncW, s.trees); err != nil {
 		return fmt.Errorf("native: releasing the init: %w", err)
 	}

@@ -24,7 +24,7 @@ func awaitRelease() ([]int, error) {
 	oob := make([]byte, unix.CmsgSpace(4*maxTrees))
 	n, oobn, _, _, err := unix.Recvmsg(FDSync, b[:], oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n != 1 {
-		return nil, errors.New("native init: dsh went away before the sandbox was placed in its cgroup")
+		return nil, errors.New("native init: dsh went away before it released the sandbox's init")
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil {

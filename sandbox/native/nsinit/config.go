@@ -21,7 +21,7 @@ const (
 
 // Descriptors the driver passes to stage 1 (ExtraFiles).
 const (
-	FDSync  = 3 // one byte when the init is in its cgroup; EOF = abort
+	FDSync  = 3 // one byte when the init may set up (see the package doc); EOF = abort
 	FDReady = 4 // 0x00 when serving, 0x01 before exec mode's execve; else a Failure
 	FDExe   = 5 // the binary itself, executed as /proc/self/fd/5; closed at once
 	// FDBroker is the egress broker connection (sandbox.ServeEgress),

@@ -86,6 +86,33 @@ func dropExecPrivileges(sys syscaller) error {
 	return nil
 }
 
+// execPrivilegesDropped reports whether what dropExecPrivileges does is
+// already done on the calling thread: dsh-init does it at its entry point,
+// before the runtime starts a second thread (cmd/dsh-init). It is enough
+// to look at the first thread during package initialisation: every other
+// thread was cloned from it after the entry point ran, and none can undo
+// any of it (the bounding set only shrinks, securebits are locked with
+// the ambient raise forbidden, no_new_privs cannot be unset).
+func execPrivilegesDropped() bool {
+	for c := 0; c <= lastCap; c++ {
+		r, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_READ, uintptr(c), 0)
+		if e == unix.EINVAL {
+			break
+		}
+		if e != 0 || r != 0 {
+			return false
+		}
+		if r, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c)); e != 0 || r != 0 {
+			return false
+		}
+	}
+	if r, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_GET_SECUREBITS, 0, 0); e != 0 || r&securebits != securebits {
+		return false
+	}
+	r, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_GET_NO_NEW_PRIVS, 0, 0)
+	return e == 0 && r == 1
+}
+
 // dropPrivileges switches the threads sys reaches to uid/gid with no
 // capability left; dropExecPrivileges must have run on them first. With
 // threadSyscall the calling OS thread must be locked and must call

@@ -6,8 +6,10 @@
 // InitMain, test binaries from TestMain). Everything the init does was
 // decided on the host: it receives a [Config] (JSON in [ConfigEnv]) and
 // the descriptors FDSync, FDReady, FDExe, FDBroker and FDStdio, waits for the
-// release byte on FDSync (it is in its cgroup; a root dsh's detached
-// mounts come with it), and then runs two stages:
+// release byte on FDSync (a root dsh's detached mounts come with it; in
+// exec mode the init is in its cgroup by then, a serving init is placed
+// in it while it sets up, and runs nothing of the world before dsh asks,
+// which dsh does only once it is), and then runs two stages:
 //
 //  1. Setup (privileged inside the user namespace only): build the root
 //     (mounts.go), pivot_root, hostname, loopback, rlimits, then drop

@@ -32,8 +32,12 @@ const (
 // and execs), anything else a failure stage 1 reports.
 var execDropErr error
 
-// execDropTime is how long that took, for DSH_NATIVE_TRACE.
-var execDropTime time.Duration
+// execDropTime is how long that took, for DSH_NATIVE_TRACE; execDropEarly
+// says the entry point of dsh-init had done it and it was only verified.
+var (
+	execDropTime  time.Duration
+	execDropEarly bool
+)
 
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == Arg && len(os.Args) == 2 {
@@ -42,8 +46,12 @@ func init() {
 		// 4-5), so each of the 44 all-threads rounds is cheapest; the
 		// template thread LockOSThread starts is cloned after it and
 		// inherits the result. The setup needs none of what is dropped.
+		// dsh-init has done it all at its entry point, before there was
+		// a second thread (cmd/dsh-init): then no round is needed.
 		t0 := time.Now()
-		execDropErr = dropExecPrivileges(syscall.AllThreadsSyscall)
+		if execDropEarly = execPrivilegesDropped(); !execDropEarly {
+			execDropErr = dropExecPrivileges(syscall.AllThreadsSyscall)
+		}
 		execDropTime = time.Since(t0)
 		// Stage 1 changes credentials of this thread and then calls
 		// execve from it, so it must stay on one thread. Package init
@@ -104,7 +112,11 @@ func stage1() error {
 		return execDropErr
 	}
 	tr := newTracer(cfg.Trace)
-	tr.note("drop(exec, init)", execDropTime)
+	if execDropEarly {
+		tr.note("drop(exec, entry)", execDropTime)
+	} else {
+		tr.note("drop(exec, init)", execDropTime)
+	}
 	tr.mark("sync")
 	if err := setIPC(cfg.IPC); err != nil {
 		return err

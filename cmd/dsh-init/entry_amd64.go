@@ -1,0 +1,4 @@
+package main
+
+// earlyEntry is the entry point (entry_amd64.s); nothing calls it.
+func earlyEntry()

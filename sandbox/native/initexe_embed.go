@@ -1,0 +1,10 @@
+//go:build embedinit
+
+package native
+
+import _ "embed"
+
+//go:embed initbin/dsh-init
+var embeddedInitBinary []byte
+
+func init() { embeddedInit = embeddedInitBinary }
