@@ -195,6 +195,8 @@ type benchResult struct {
 	firstExec       time.Duration // the first exec call (opens the world)
 	secondExec      time.Duration
 	healthcheckExec time.Duration // one dsh health in the container, as docker runs it
+	workspaceCreate time.Duration // POST /v1/workspaces (opens its world)
+	workspaceExec   time.Duration // the first exec in it, over REST, to its last line
 }
 
 // serveStack runs the dsh serve stack of the README and drives it over MCP.
@@ -291,7 +293,7 @@ func (s *stack) serveStack(t *testing.T) benchResult {
 		t.Errorf("lsp definition: %s\n%s", txt, s.logs("compose.yaml"))
 	}
 
-	s.workspaceSteps(t)
+	s.workspaceSteps(t, &r)
 	cs.Close()
 
 	s.run(t, "down")
@@ -307,7 +309,7 @@ func (s *stack) serveStack(t *testing.T) benchResult {
 // stream, its files, pause and resume, its own MCP endpoint with its own
 // token, that token refused on a server route, and its delete, which
 // takes its world's container with it.
-func (s *stack) workspaceSteps(t *testing.T) {
+func (s *stack) workspaceSteps(t *testing.T, r *benchResult) {
 	out := s.run(t, "workspaces")
 	// create, exec (echo hi: "aGkK" in base64), the file read back.
 	for _, want := range []string{`"name":"demo"`, `"token":"`, `{"stdout":"aGkK"}`, `"exit":{"code":0`, "\nhello\n", `"name":"hello.txt"`} {
@@ -317,7 +319,9 @@ func (s *stack) workspaceSteps(t *testing.T) {
 	}
 
 	var c workspace.Created
+	t0 := time.Now()
 	s.rest(t, 201, &c, s.token, "POST", "/v1/workspaces", `{"name":"e2e","ttl":"10m"}`)
+	r.workspaceCreate = time.Since(t0)
 	if c.Token == "" || c.Workspace.Name != "e2e" || c.Workspace.Driver != "docker" || c.Workspace.State != workspace.StateRunning {
 		t.Fatalf("create e2e: %+v", c)
 	}
@@ -332,7 +336,9 @@ func (s *stack) workspaceSteps(t *testing.T) {
 
 	// exec: NDJSON, the output, and last the exit. The world runs as the
 	// workspace files' owner (--workspace-owner), never as root.
+	t0 = time.Now()
 	stdout, exit := s.exec(t, c.Token, "e2e", `{"argv":["sh","-c","echo hi; id -u"]}`)
+	r.workspaceExec = time.Since(t0)
 	if stdout != "hi\n1000\n" || exit == nil || exit.Code != 0 {
 		t.Errorf("exec in e2e: stdout %q, exit %+v; want hi, uid 1000 and code 0", stdout, exit)
 	}
@@ -745,6 +751,8 @@ func reportBench(t *testing.T, rs []benchResult) {
 			"healthcheck_exec_ms":   r.healthcheckExec.Milliseconds(),
 			"first_exec_ms":         r.firstExec.Milliseconds(),
 			"second_exec_ms":        r.secondExec.Milliseconds(),
+			"workspace_create_ms":   r.workspaceCreate.Milliseconds(),
+			"workspace_exec_ms":     r.workspaceExec.Milliseconds(),
 		}
 		b, _ := json.Marshal(line)
 		buf.Write(append(b, '\n'))
