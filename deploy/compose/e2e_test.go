@@ -355,8 +355,9 @@ func (s *stack) workspaceSteps(t *testing.T, r *benchResult) {
 	if !slices.ContainsFunc(ls.Entries, func(e struct{ Name, Type string }) bool { return e.Name == "notes" && e.Type == "dir" }) {
 		t.Errorf("ls/ of e2e has no directory notes: %+v", ls.Entries)
 	}
-	if stdout, _ := s.exec(t, c.Token, "e2e", `{"argv":["cat","notes/a.txt"]}`); stdout != "written over REST\n" {
-		t.Errorf("the world reads notes/a.txt as %q", stdout)
+	// The world, its files' owner, goes on writing what dsh wrote for it.
+	if stdout, exit := s.exec(t, c.Token, "e2e", `{"argv":["sh","-c","echo by the world >> notes/a.txt && touch notes/b && cat notes/a.txt"]}`); stdout != "written over REST\nby the world\n" || exit == nil || exit.Code != 0 {
+		t.Errorf("the world appends to notes/a.txt and makes notes/b: %q, exit %+v", stdout, exit)
 	}
 
 	// pause (the engine's pause of the container) and resume.
@@ -375,14 +376,14 @@ func (s *stack) workspaceSteps(t *testing.T, r *benchResult) {
 
 	// Its MCP endpoint, with its own token, in a 2025-11-25 session.
 	cs := s.mcpSession(t, "/v1/workspaces/e2e/mcp", c.Token)
-	ex := call(t, cs, "exec", map[string]any{"command": "cat notes/a.txt; pwd"})
-	if txt := text(ex); ex.IsError || !strings.Contains(txt, "written over REST") {
+	ex := call(t, cs, "exec", map[string]any{"command": "cat notes/a.txt"})
+	if txt := text(ex); ex.IsError || !strings.Contains(txt, "written over REST\nby the world") {
 		t.Errorf("exec over the workspace's MCP endpoint: %s", txt)
 	}
 	rd := call(t, cs, "read_file", map[string]any{"path": "notes/a.txt"})
 	var rdOut struct{ Content string }
 	decode(t, rd, &rdOut)
-	if rdOut.Content != "written over REST\n" {
+	if rdOut.Content != "written over REST\nby the world\n" {
 		t.Errorf("read_file over the workspace's MCP endpoint = %q", rdOut.Content)
 	}
 	if got := strings.Fields(s.must(t, "docker ps -q --filter label=dev.dsh.world="+world)); !slices.Equal(got, ctrs) {
