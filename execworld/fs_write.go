@@ -111,6 +111,10 @@ func (f *FS) writeFile(name string, data []byte, opts *WriteOptions) (Version, e
 			unix.Unlinkat(dfd, tmp, 0)
 		}
 	}()
+	if err := giveTemp(dfd, tfd, exists, &cur); err != nil {
+		unix.Close(tfd)
+		return Version{}, err
+	}
 	file := os.NewFile(uintptr(tfd), tmp)
 	_, werr := file.Write(data)
 	if werr == nil {
@@ -228,6 +232,9 @@ func (f *FS) mkdirAll(dir string) error {
 			return err
 		}
 		err = unix.Mkdirat(pfd, p, 0o755)
+		if err == nil {
+			err = giveDir(pfd, p)
+		}
 		unix.Close(pfd)
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return err

@@ -67,6 +67,10 @@ type Options struct {
 	// Logger receives what happens in the background (reaping, pool
 	// refills, restarts). If nil, it is discarded.
 	Logger *slog.Logger
+	// Owner, if set, owns the files/ directory of every workspace (and
+	// pooled world) made from now on; else this process does. See
+	// FileOwner.
+	Owner *FileOwner
 }
 
 // PoolSpec is one warm pool: Size worlds of Template kept open.
@@ -388,7 +392,7 @@ func (m *Mgr) create(ctx context.Context, e *entry, r *CreateRequest, policy *ne
 		if err := os.Mkdir(e.dir, 0o700); err != nil {
 			return nil, fmt.Errorf("workspace %s: making its directory: %w", r.Name, err)
 		}
-		if err := os.Mkdir(e.files(), 0o755); err != nil {
+		if err := makeFiles(e.dir, m.opts.Owner); err != nil {
 			os.RemoveAll(e.dir)
 			return nil, fmt.Errorf("workspace %s: making its directory: %w", r.Name, err)
 		}

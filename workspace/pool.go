@@ -139,7 +139,7 @@ func (p *pool) open() (*pooled, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(filepath.Join(dir, filesDir), 0o755); err != nil {
+	if err := makeFiles(dir, p.m.opts.Owner); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

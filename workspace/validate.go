@@ -183,6 +183,9 @@ func validOptions(in *Options) (Options, error) {
 	if o.DefaultDriver == "" {
 		o.DefaultDriver = "native"
 	}
+	if err := o.Owner.check(); err != nil {
+		return o, err
+	}
 	if !nameRE.MatchString(o.DefaultDriver) {
 		return o, invalid("Options.DefaultDriver %q: name a driver such as \"native\" or \"docker\"", o.DefaultDriver)
 	}

@@ -36,6 +36,7 @@ func addWorkspaceServeFlags(cmd *cobra.Command) {
 	f.Int64("max-file", d.MaxFile, "with --http: the largest file read or written through the workspace API, in bytes (413 beyond)")
 	f.StringArray("pool", nil, "with --http: a warm pool, TEMPLATE:N, N worlds of DRIVER[,image=IMG][,memory=SIZE][,pids=N][,cpus=X] kept open (repeatable; replaces workspaces.pool)")
 	f.Bool("no-workspaces", false, "with --http: host no workspaces (no /v1 routes)")
+	addWorkspaceOwnerFlag(cmd)
 	bindConfigFlag(cmd, "workspace-root", "workspaces.root")
 	bindConfigFlag(cmd, "max-workspaces", "workspaces.max")
 	bindConfigFlag(cmd, "workspace-ttl", "workspaces.ttl")
@@ -44,7 +45,7 @@ func addWorkspaceServeFlags(cmd *cobra.Command) {
 }
 
 // workspaceFlags are the flags of addWorkspaceServeFlags.
-var workspaceFlags = []string{"workspace-root", "max-workspaces", "workspace-ttl", "workspace-max-ttl", "max-file", "pool", "no-workspaces"}
+var workspaceFlags = []string{"workspace-root", "max-workspaces", "workspace-ttl", "workspace-max-ttl", "max-file", "pool", "no-workspaces", "workspace-owner"}
 
 // checkWorkspaceFlags refuses a workspace flag without --http: stdio
 // hosts no workspaces.
@@ -235,6 +236,10 @@ func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s 
 			Driver: pe.Driver, Image: pe.Image, Limits: workspace.Limits{Memory: pe.Memory, Pids: pe.Pids, CPUs: pe.CPUs},
 		}})
 	}
+	owner, err := workspaceOwner(cmd)
+	if err != nil {
+		return nil, err
+	}
 	opener := &workspaceOpener{cfg: cfg, o: o, net: webPol, audit: proxyAudit, warn: stderr, backends: map[string]execworld.Backend{}}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := workspace.New(&workspace.Options{
@@ -247,6 +252,7 @@ func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s 
 		MaxWorkspaces:      wc.Max,
 		Pool:               pools,
 		Logger:             log,
+		Owner:              owner,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hosting workspaces under %s (--no-workspaces hosts none): %w", root, err)

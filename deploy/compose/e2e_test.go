@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-dev/dsh/workspace"
 )
 
 // blocks are the README's commands, by the name of their e2e: marker.
@@ -50,14 +53,6 @@ func blocks(t *testing.T) map[string]string {
 // readmeBlocks are the blocks this test runs, in the README's order; a
 // block the README adds or drops fails the test until it is listed here.
 var readmeBlocks = []string{"prepare", "config", "up", "workspaces", "down", "proxy-up", "proxy-try", "proxy-audit", "proxy-reload", "proxy-down"}
-
-// pendingBlocks are README blocks not run yet, with the reason.
-//
-// MERGE(workspaces, issue 17): drop "workspaces" from here once
-// dsh serve --http serves /v1/workspaces, and fill in workspaceSteps.
-var pendingBlocks = map[string]string{
-	"workspaces": "the REST API of workspaces (docs/WORKSPACES.md) is not served by dsh serve --http on this branch",
-}
 
 // clis are the compose implementations the files must work with.
 var clis = []struct{ name, cmd string }{
@@ -200,6 +195,8 @@ type benchResult struct {
 	firstExec       time.Duration // the first exec call (opens the world)
 	secondExec      time.Duration
 	healthcheckExec time.Duration // one dsh health in the container, as docker runs it
+	workspaceCreate time.Duration // POST /v1/workspaces (opens its world)
+	workspaceExec   time.Duration // the first exec in it, over REST, to its last line
 }
 
 // serveStack runs the dsh serve stack of the README and drives it over MCP.
@@ -296,7 +293,7 @@ func (s *stack) serveStack(t *testing.T) benchResult {
 		t.Errorf("lsp definition: %s\n%s", txt, s.logs("compose.yaml"))
 	}
 
-	s.workspaceSteps(t)
+	s.workspaceSteps(t, &r)
 	cs.Close()
 
 	s.run(t, "down")
@@ -307,21 +304,174 @@ func (s *stack) serveStack(t *testing.T) benchResult {
 	return r
 }
 
-// workspaceSteps drives the workspaces of the README (REST: create, exec,
-// files, delete; and the workspace's own MCP endpoint).
-//
-// MERGE(workspaces, issue 17): once dsh serve --http serves /v1, run the
-// README block and then, against docs/WORKSPACES.md:
-//
-//	s.run(t, "workspaces")  // create demo, exec echo hi (ndjson), delete
-//	POST /v1/workspaces {"name":"e2e","ttl":"10m"} -> 201, keep .token
-//	POST /v1/workspaces/e2e/exec {"argv":["sh","-c","echo hi"]} -> ndjson, last line exit.code 0
-//	PUT  /v1/workspaces/e2e/files/a.txt, GET it back; GET .../ls/
-//	an MCP session at /v1/workspaces/e2e/mcp with the workspace token: exec, read_file
-//	the workspace token on GET /v1/workspaces -> 403
-//	DELETE /v1/workspaces/e2e -> 204, and its world container is gone
-func (s *stack) workspaceSteps(t *testing.T) {
-	t.Logf("README block workspaces NOT RUN: %s", pendingBlocks["workspaces"])
+// workspaceSteps drives the workspaces of the README (docs/WORKSPACES.md):
+// its block as written, then over REST a workspace with a TTL, its exec
+// stream, its files, pause and resume, its own MCP endpoint with its own
+// token, that token refused on a server route, and its delete, which
+// takes its world's container with it.
+func (s *stack) workspaceSteps(t *testing.T, r *benchResult) {
+	out := s.run(t, "workspaces")
+	// create, exec (echo hi: "aGkK" in base64), the file read back.
+	for _, want := range []string{`"name":"demo"`, `"token":"`, `{"stdout":"aGkK"}`, `"exit":{"code":0`, "\nhello\n", `"name":"hello.txt"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("README block workspaces: no %s in its output:\n%s", want, out)
+		}
+	}
+
+	var c workspace.Created
+	t0 := time.Now()
+	s.rest(t, 201, &c, s.token, "POST", "/v1/workspaces", `{"name":"e2e","ttl":"10m"}`)
+	r.workspaceCreate = time.Since(t0)
+	if c.Token == "" || c.Workspace.Name != "e2e" || c.Workspace.Driver != "docker" || c.Workspace.State != workspace.StateRunning {
+		t.Fatalf("create e2e: %+v", c)
+	}
+	if ttl := c.Workspace.ExpiresAt.Sub(c.Workspace.CreatedAt); ttl != 10*time.Minute {
+		t.Errorf("create e2e with ttl 10m: it expires %v after its creation", ttl)
+	}
+	world := c.Workspace.World
+	ctrs := strings.Fields(s.must(t, "docker ps -q --filter label=dev.dsh.world="+world))
+	if len(ctrs) != 1 {
+		t.Fatalf("the container of workspace e2e's world %s: %v, want one", world, ctrs)
+	}
+
+	// exec: NDJSON, the output, and last the exit. The world runs as the
+	// workspace files' owner (--workspace-owner), never as root.
+	t0 = time.Now()
+	stdout, exit := s.exec(t, c.Token, "e2e", `{"argv":["sh","-c","echo hi; id -u"]}`)
+	r.workspaceExec = time.Since(t0)
+	if stdout != "hi\n1000\n" || exit == nil || exit.Code != 0 {
+		t.Errorf("exec in e2e: stdout %q, exit %+v; want hi, uid 1000 and code 0", stdout, exit)
+	}
+
+	// files: PUT, GET back, ls/; the world sees what was written.
+	s.rest(t, 204, nil, c.Token, "PUT", "/v1/workspaces/e2e/files/notes/a.txt", "written over REST\n")
+	if got := s.rest(t, 200, nil, c.Token, "GET", "/v1/workspaces/e2e/files/notes/a.txt", ""); got != "written over REST\n" {
+		t.Errorf("GET files/notes/a.txt = %q", got)
+	}
+	var ls struct {
+		Entries []struct{ Name, Type string }
+	}
+	s.rest(t, 200, &ls, c.Token, "GET", "/v1/workspaces/e2e/ls/", "")
+	if !slices.ContainsFunc(ls.Entries, func(e struct{ Name, Type string }) bool { return e.Name == "notes" && e.Type == "dir" }) {
+		t.Errorf("ls/ of e2e has no directory notes: %+v", ls.Entries)
+	}
+	// The world, its files' owner, goes on writing what dsh wrote for it.
+	if stdout, exit := s.exec(t, c.Token, "e2e", `{"argv":["sh","-c","echo by the world >> notes/a.txt && touch notes/b && cat notes/a.txt"]}`); stdout != "written over REST\nby the world\n" || exit == nil || exit.Code != 0 {
+		t.Errorf("the world appends to notes/a.txt and makes notes/b: %q, exit %+v", stdout, exit)
+	}
+
+	// pause (the engine's pause of the container) and resume.
+	var ws workspace.Workspace
+	s.rest(t, 200, &ws, c.Token, "POST", "/v1/workspaces/e2e/pause", "")
+	if st := strings.TrimSpace(s.must(t, "docker inspect -f '{{.State.Status}}' "+ctrs[0])); ws.State != workspace.StatePaused || st != "paused" {
+		t.Errorf("pause: the workspace is %s, its container %s", ws.State, st)
+	}
+	if code, b := s.do(t, c.Token, "POST", "/v1/workspaces/e2e/exec", `{"argv":["true"]}`); code != 409 {
+		t.Errorf("exec in a paused workspace: %d %s, want 409", code, b)
+	}
+	s.rest(t, 200, &ws, c.Token, "POST", "/v1/workspaces/e2e/resume", "")
+	if _, exit := s.exec(t, c.Token, "e2e", `{"argv":["true"]}`); ws.State != workspace.StateRunning || exit == nil || exit.Code != 0 {
+		t.Errorf("resume: the workspace is %s, an exec ends %+v", ws.State, exit)
+	}
+
+	// Its MCP endpoint, with its own token, in a 2025-11-25 session.
+	cs := s.mcpSession(t, "/v1/workspaces/e2e/mcp", c.Token)
+	ex := call(t, cs, "exec", map[string]any{"command": "cat notes/a.txt"})
+	if txt := text(ex); ex.IsError || !strings.Contains(txt, "written over REST\nby the world") {
+		t.Errorf("exec over the workspace's MCP endpoint: %s", txt)
+	}
+	rd := call(t, cs, "read_file", map[string]any{"path": "notes/a.txt"})
+	var rdOut struct{ Content string }
+	decode(t, rd, &rdOut)
+	if rdOut.Content != "written over REST\nby the world\n" {
+		t.Errorf("read_file over the workspace's MCP endpoint = %q", rdOut.Content)
+	}
+	if got := strings.Fields(s.must(t, "docker ps -q --filter label=dev.dsh.world="+world)); !slices.Equal(got, ctrs) {
+		t.Errorf("the MCP endpoint's calls ran in containers %v, want the workspace's %v", got, ctrs)
+	}
+	cs.Close()
+
+	// The workspace's token reaches only its workspace.
+	if code, b := s.do(t, c.Token, "GET", "/v1/workspaces", ""); code != 403 || !strings.Contains(b, `"forbidden"`) {
+		t.Errorf("GET /v1/workspaces with a workspace's token: %d %s, want 403 forbidden", code, b)
+	}
+
+	s.rest(t, 204, nil, c.Token, "DELETE", "/v1/workspaces/e2e", "")
+	if !waitFor(10*time.Second, func() bool {
+		return strings.TrimSpace(s.must(t, "docker ps -aq --filter label=dev.dsh.world="+world)) == ""
+	}) {
+		t.Errorf("the container of deleted workspace e2e is left: %s", s.must(t, "docker ps -a --filter label=dev.dsh.world="+world))
+	}
+	if code, _ := s.do(t, s.token, "GET", "/v1/workspaces/e2e", ""); code != 404 {
+		t.Errorf("GET a deleted workspace: %d, want 404", code)
+	}
+	var list struct{ Workspaces []workspace.Workspace }
+	s.rest(t, 200, &list, s.token, "GET", "/v1/workspaces", "")
+	if len(list.Workspaces) != 0 {
+		t.Errorf("workspaces left after the README's delete and the test's: %+v", list.Workspaces)
+	}
+}
+
+// do sends one request to the stack's /v1 with token (a JSON body if it
+// starts with "{", else bytes) and returns its status and body.
+func (s *stack) do(t *testing.T, token, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://127.0.0.1:"+s.port+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if strings.HasPrefix(body, "{") {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// rest is do that wants status code, decoding a JSON answer into v.
+func (s *stack) rest(t *testing.T, code int, v any, token, method, path, body string) string {
+	t.Helper()
+	got, b := s.do(t, token, method, path, body)
+	if got != code {
+		t.Fatalf("%s %s: %d %s, want %d\n%s", method, path, got, b, code, s.logs("compose.yaml"))
+	}
+	if v != nil {
+		if err := json.Unmarshal([]byte(b), v); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+	return b
+}
+
+// exec runs an ExecRequest in workspace name and returns its stdout and
+// its exit, the stream's last line (nil if there is none).
+func (s *stack) exec(t *testing.T, token, name, req string) (string, *workspace.ExecExit) {
+	t.Helper()
+	code, b := s.do(t, token, "POST", "/v1/workspaces/"+name+"/exec", req)
+	if code != 200 {
+		t.Fatalf("exec %s in %s: %d %s", req, name, code, b)
+	}
+	var stdout strings.Builder
+	var exit *workspace.ExecExit
+	lines := strings.Split(strings.TrimSpace(b), "\n")
+	for i, l := range lines {
+		var ev workspace.ExecEvent
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("exec %s: line %q of its answer is not JSON: %v", req, l, err)
+		}
+		stdout.Write(ev.Stdout)
+		if ev.Exit != nil && i == len(lines)-1 {
+			exit = ev.Exit
+		}
+	}
+	return stdout.String(), exit
 }
 
 // proxyStack runs the sidecar stack of the README: the app reaches the
@@ -458,13 +608,21 @@ func (s *stack) logs(file string) string {
 // calls, as the MCP clients of today hold one (from 2026-07-28 on, each
 // request stands alone and gets a fresh world).
 func (s *stack) session(t *testing.T) *mcp.ClientSession {
+	return s.mcpSession(t, "/mcp", s.token)
+}
+
+// mcpSession is such a session at path with token.
+func (s *stack) mcpSession(t *testing.T, path, token string) *mcp.ClientSession {
 	c := mcp.NewClient(&mcp.Implementation{Name: "dsh-e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hc := &http.Client{Transport: &bearer{token: s.token, rt: http.DefaultTransport}}
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:" + s.port + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	hc := &http.Client{Transport: &bearer{token: token, rt: http.DefaultTransport}}
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:" + s.port + path, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
-		t.Fatalf("MCP over HTTP: %v", err)
+		t.Fatalf("MCP over HTTP at %s: %v", path, err)
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Fatalf("MCP at %s: the session is of revision %s, want 2025-11-25", path, v)
 	}
 	return cs
 }
@@ -594,6 +752,8 @@ func reportBench(t *testing.T, rs []benchResult) {
 			"healthcheck_exec_ms":   r.healthcheckExec.Milliseconds(),
 			"first_exec_ms":         r.firstExec.Milliseconds(),
 			"second_exec_ms":        r.secondExec.Milliseconds(),
+			"workspace_create_ms":   r.workspaceCreate.Milliseconds(),
+			"workspace_exec_ms":     r.workspaceExec.Milliseconds(),
 		}
 		b, _ := json.Marshal(line)
 		buf.Write(append(b, '\n'))

@@ -249,7 +249,7 @@ func mappingNS(base, size int) (int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
-		return -1, fmt.Errorf("docker: making the user namespace of an idmapped mount: %w", err)
+		return -1, fmt.Errorf("docker: making the user namespace of an idmapped mount, which shows a root-owned workspace to the world's unprivileged id: %w; it takes a root dsh on the host (in a container, dsh has no CAP_SYS_ADMIN): chown the workspace to an unprivileged user (for hosted workspaces, dsh serve --workspace-owner UID:GID), or pass --user UID:GID", err)
 	}
 	defer func() {
 		cmd.Process.Kill()
