@@ -68,9 +68,8 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	world, release, err := a.m.World(r.Context(), r.PathValue("name"))
-	if err != nil {
-		a.fail(w, r, err)
+	world, release, ok := a.borrow(w, r)
+	if !ok {
 		return
 	}
 	defer release()

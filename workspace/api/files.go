@@ -52,6 +52,17 @@ func filePath(r *http.Request) (string, *apiError) {
 	return p, checkPath("path", p)
 }
 
+// borrow borrows the world of the route's workspace for the request;
+// when it cannot, it has answered with why, and ok is false.
+func (a *API) borrow(w http.ResponseWriter, r *http.Request) (world *execworld.World, release func(), ok bool) {
+	world, release, err := a.m.World(r.Context(), r.PathValue("name"))
+	if err != nil {
+		a.fail(w, r, err)
+		return nil, nil, false
+	}
+	return world, release, true
+}
+
 // fsErr names the workspace in a world FS error.
 func fsErr(name string, err error) error {
 	return fmt.Errorf("workspace %q: %w", name, err)
@@ -64,9 +75,8 @@ func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	world, release, err := a.m.World(r.Context(), name)
-	if err != nil {
-		a.fail(w, r, err)
+	world, release, ok := a.borrow(w, r)
+	if !ok {
 		return
 	}
 	defer release()
@@ -119,9 +129,8 @@ func (a *API) writeFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	world, release, err := a.m.World(r.Context(), name)
-	if err != nil {
-		a.fail(w, r, err)
+	world, release, ok := a.borrow(w, r)
+	if !ok {
 		return
 	}
 	defer release()
@@ -149,9 +158,8 @@ func (a *API) removeFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	world, release, err := a.m.World(r.Context(), name)
-	if err != nil {
-		a.fail(w, r, err)
+	world, release, ok := a.borrow(w, r)
+	if !ok {
 		return
 	}
 	defer release()
@@ -179,9 +187,8 @@ func (a *API) listDir(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	world, release, err := a.m.World(r.Context(), name)
-	if err != nil {
-		a.fail(w, r, err)
+	world, release, ok := a.borrow(w, r)
+	if !ok {
 		return
 	}
 	defer release()
