@@ -45,6 +45,10 @@ type Options struct {
 	// DefaultDriver is the driver of a create that names none. If
 	// empty, "native".
 	DefaultDriver string
+	// DefaultImage is the image of a docker create or pool template that
+	// names none (the server's sandbox.image), so that naming it or not is
+	// one template, and a workspace's record keeps the image it runs.
+	DefaultImage string
 	// DefaultTTL is the TTL of a create that gives none (DefaultTTL if
 	// zero); MaxTTL is the most a create or an extend may ask for
 	// (DefaultMaxTTL if zero).

@@ -614,3 +614,21 @@ func TestOneManagerPerRoot(t *testing.T) {
 	}
 	m2.Close()
 }
+
+// A docker create that names the server's default image explicitly is
+// the template of a pool that names none, and the reverse: both are that
+// image.
+func TestPoolDefaultImage(t *testing.T) {
+	const img = "dsh/base:latest"
+	for _, c := range []struct{ pool, create string }{{"", img}, {img, ""}} {
+		tmpl := Template{Driver: "docker", Image: c.pool, Limits: Limits{Memory: "32MiB"}}
+		m, _ := newMgr(t, &Options{DefaultImage: img, Pool: []PoolSpec{{Template: tmpl, Size: 1}}})
+		if !waitFor(5*time.Second, func() bool { return m.pools[0].readyCount() == 1 }) {
+			t.Fatalf("the pool holds %d worlds, want 1", m.pools[0].readyCount())
+		}
+		cr := create(t, m, &CreateRequest{Name: "d", Template: Template{Driver: "docker", Image: c.create, Limits: Limits{Memory: "32MiB"}}})
+		if !cr.Workspace.Pooled || cr.Workspace.Image != img {
+			t.Errorf("pool image %q, create image %q: pooled %v, image %q; want a pooled world of %s", c.pool, c.create, cr.Workspace.Pooled, cr.Workspace.Image, img)
+		}
+	}
+}

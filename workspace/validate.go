@@ -57,7 +57,7 @@ func (m *Mgr) normalize(req *CreateRequest) (*CreateRequest, error) {
 	if r.Driver == "" {
 		r.Driver = m.opts.DefaultDriver
 	}
-	t, err := normalTemplate(r.Template)
+	t, err := normalTemplate(withDefaultImage(r.Template, m.opts.DefaultImage))
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +97,15 @@ func (m *Mgr) normalize(req *CreateRequest) (*CreateRequest, error) {
 	}
 	r.Labels = labels
 	return &r, nil
+}
+
+// withDefaultImage gives a docker template that names no image the
+// server's default one.
+func withDefaultImage(t Template, img string) Template {
+	if t.Driver == sandbox.DriverDocker && t.Image == "" {
+		t.Image = img
+	}
+	return t
 }
 
 // normalTemplate checks a template's driver, image and limits.
@@ -189,6 +198,9 @@ func validOptions(in *Options) (Options, error) {
 	if !nameRE.MatchString(o.DefaultDriver) {
 		return o, invalid("Options.DefaultDriver %q: name a driver such as \"native\" or \"docker\"", o.DefaultDriver)
 	}
+	if o.DefaultImage != "" && (len(o.DefaultImage) > MaxImage || !imageRE.MatchString(o.DefaultImage)) {
+		return o, invalid("Options.DefaultImage %q: give an image reference such as \"dsh/base:latest\"", o.DefaultImage)
+	}
 	durs := []struct {
 		name string
 		d    *time.Duration
@@ -235,7 +247,7 @@ func validOptions(in *Options) (Options, error) {
 		if p.Template.Driver == "" {
 			p.Template.Driver = o.DefaultDriver
 		}
-		t, err := normalTemplate(p.Template)
+		t, err := normalTemplate(withDefaultImage(p.Template, o.DefaultImage))
 		if err != nil {
 			return o, fmt.Errorf("Options.Pool[%d]: %w", i, err)
 		}

@@ -246,6 +246,7 @@ func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s 
 		Root:               root,
 		Opener:             opener,
 		DefaultDriver:      cfg.Sandbox.Driver,
+		DefaultImage:       cfg.Sandbox.Image,
 		DefaultTTL:         ttl,
 		MaxTTL:             maxTTL,
 		DefaultIdleTimeout: idle,
