@@ -481,6 +481,13 @@ type httpGuard struct {
 
 func (g *httpGuard) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// On a loopback address only a loopback Host is the server: a page
+		// whose name was rebound to 127.0.0.1 sends that name as Host and
+		// as Origin, and would pass for the server's own origin.
+		if g.loopback && !loopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("Misdirected Request: Host %q is not this server; on a loopback address dsh serve answers only to localhost, 127.0.0.0/8 and [::1]", r.Host), http.StatusMisdirectedRequest)
+			return
+		}
 		if o := r.Header.Get("Origin"); o != "" && !g.originOK(o, r.Host) {
 			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed; dsh serve accepts its own origin, loopback origins on a loopback address, and --allow-origin", o), http.StatusForbidden)
 			return
@@ -492,6 +499,20 @@ func (g *httpGuard) wrap(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// loopbackHost tells whether a request's Host (name or address, with or
+// without a port) is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (g *httpGuard) tokenOK(header string) bool {

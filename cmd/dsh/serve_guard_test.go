@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
 
 func TestServeLoopbackAddr(t *testing.T) {
 	for addr, want := range map[string]bool{
@@ -46,5 +50,43 @@ func TestServeGuard(t *testing.T) {
 		if got := g.tokenOK(h); got != want {
 			t.Errorf("Authorization %q: %v, want %v", h, got, want)
 		}
+	}
+}
+
+// On a loopback address a request must name a loopback host: a page that
+// rebinds its own name to 127.0.0.1 sends its name as Host and as Origin,
+// which the Origin rule alone takes for the server's own origin.
+func TestServeGuardRefusesForeignHostOnLoopback(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, token := range []string{"", "tok"} {
+		h := (&httpGuard{token: token, loopback: true}).wrap(ok)
+		for host, want := range map[string]int{
+			"127.0.0.1:8765": http.StatusNoContent, "localhost:8765": http.StatusNoContent, "[::1]:8765": http.StatusNoContent,
+			"127.0.0.1": http.StatusNoContent, "LOCALHOST:1": http.StatusNoContent,
+			"evil.example:8765": http.StatusMisdirectedRequest, "10.0.0.1:8765": http.StatusMisdirectedRequest, "": http.StatusMisdirectedRequest,
+		} {
+			r := httptest.NewRequest("POST", "http://x/v1/workspaces", nil)
+			r.Host = host
+			if host != "" {
+				r.Header.Set("Origin", "http://"+host)
+			}
+			if token != "" {
+				r.Header.Set("Authorization", "Bearer "+token)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code != want {
+				t.Errorf("token %q, Host %q: status %d, want %d", token, host, rec.Code, want)
+			}
+		}
+	}
+	// Off loopback the Host is the client's business (a proxy, a name).
+	h := (&httpGuard{token: "tok"}).wrap(ok)
+	r := httptest.NewRequest("GET", "http://dsh.example:8765/mcp", nil)
+	r.Header.Set("Authorization", "Bearer tok")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != http.StatusNoContent {
+		t.Errorf("off loopback, Host dsh.example: status %d", rec.Code)
 	}
 }
