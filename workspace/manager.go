@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -211,12 +212,25 @@ func (m *Mgr) load() error {
 		if !de.IsDir() {
 			continue
 		}
+		if !ownDirRE.MatchString(de.Name()) {
+			m.log.Warn("workspace: leaving alone a directory of the state root that is not a workspace's", "dir", dir)
+			continue
+		}
 		rec, err := readRecord(dir)
-		if err != nil {
-			m.log.Info("workspace: removing a directory without a valid state (a create cut short, or a pooled world)", "dir", dir, "why", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A directory of ours without a record: a create cut short,
+			// or a pooled world's.
+			m.log.Info("workspace: removing a directory without a record (a create cut short, or a pooled world)", "dir", dir)
 			if err := os.RemoveAll(dir); err != nil {
 				m.log.Error("workspace: removing a stale directory", "dir", dir, "err", err)
 			}
+			continue
+		}
+		if err != nil {
+			// Records are written atomically, so this one was damaged
+			// from outside, or is a newer dsh's: never delete what may
+			// be someone's files.
+			m.log.Error("workspace: leaving alone a workspace whose record cannot be read; fix or remove it", "dir", dir, "err", err)
 			continue
 		}
 		removeTemps(dir)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -451,16 +452,30 @@ func TestRestart(t *testing.T) {
 	if _, err := m.Get(bg, "nat"); !errors.Is(err, ErrClosed) {
 		t.Errorf("Get after Close = %v, want ErrClosed", err)
 	}
-	// What a crash leaves: a create cut short (no workspace.json), a torn
-	// one, a pool world's directory, a temporary record.
-	for name, content := range map[string]string{"w-cut": "", "w-torn": `{"version":1,"na`, "p-pooled": ""} {
+	// What a crash leaves: a create cut short (no workspace.json), a pool
+	// world's directory, a temporary record. And what the server must
+	// leave alone: a record it cannot read (damaged, or of a newer dsh)
+	// and anything not named as its own directories are.
+	const cut, pooled, torn, newer = "w-00000000000000c1", "p-0000000000000001", "w-000000000000d0e1", "w-000000000000d0e2"
+	for name, content := range map[string]string{cut: "", pooled: "", torn: `{"version":1,"na`, newer: `{"version":99,"name":"future"}`, "src": ""} {
 		os.MkdirAll(filepath.Join(root, name, filesDir), 0o700)
 		if content != "" {
 			os.WriteFile(filepath.Join(root, name, recordFile), []byte(content), 0o600)
 		}
 	}
+	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("mine"), 0o600)
 	natDir := dirOf(t, m, "nat")
 	os.WriteFile(filepath.Join(natDir, recordFile+".tmp123"), []byte("x"), 0o600)
+	// A limit this host no longer offers (a smaller machine, a cpuset)
+	// is a problem of the next open, not a reason to lose the workspace.
+	natRec, err := readRecord(natDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natRec.Template.Limits.CPUs = float64(runtime.NumCPU() + 1)
+	if err := writeRecord(natDir, natRec); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(500 * time.Millisecond) // soon expires while no server runs
 
 	opens := f.openCount()
@@ -480,9 +495,14 @@ func TestRestart(t *testing.T) {
 	if got := f.openCount() - opens; got != 2 {
 		t.Errorf("the restart opened %d worlds, want the 2 docker ones", got)
 	}
-	for _, d := range []string{soonDir, filepath.Join(root, "w-cut"), filepath.Join(root, "w-torn"), filepath.Join(root, "p-pooled"), filepath.Join(natDir, recordFile+".tmp123")} {
+	for _, d := range []string{soonDir, filepath.Join(root, cut), filepath.Join(root, pooled), filepath.Join(natDir, recordFile+".tmp123")} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is left after the restart", d)
+		}
+	}
+	for _, f := range []string{filepath.Join(torn, recordFile), filepath.Join(newer, recordFile), filepath.Join("src", filesDir), "notes.txt"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Errorf("the restart removed %s, which it cannot tell is its own to remove: %v", f, err)
 		}
 	}
 	if !m2.Authorize("nat", cn.Token) {

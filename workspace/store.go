@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -69,6 +71,11 @@ type record struct {
 	Pooled bool `json:"pooled,omitempty"`
 }
 
+// ownDirRE matches the names of the directories a Manager makes under
+// its root ("w-" or "p-" and newID's 16 hex digits); no other is ever
+// removed.
+var ownDirRE = regexp.MustCompile(`^[wp]-[0-9a-f]{16}$`)
+
 func (r *record) check() error {
 	if r.Version != recordVersion {
 		return fmt.Errorf("version %d, this dsh reads %d", r.Version, recordVersion)
@@ -76,7 +83,14 @@ func (r *record) check() error {
 	if err := ValidName(r.Name); err != nil {
 		return err
 	}
-	if _, err := normalTemplate(r.Template); err != nil {
+	// The CPU limit is checked against this host's count only when the
+	// world opens: a smaller host or cpuset must not lose the workspace.
+	t := r.Template
+	if c := t.Limits.CPUs; c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return fmt.Errorf("limits.cpus %v", c)
+	}
+	t.Limits.CPUs = 0
+	if _, err := normalTemplate(t); err != nil {
 		return err
 	}
 	if b, err := hex.DecodeString(r.TokenHash); err != nil || len(b) != sha256.Size {
