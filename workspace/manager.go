@@ -151,8 +151,8 @@ func New(opts *Options) (*Mgr, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.Root, 0o700); err != nil {
-		return nil, fmt.Errorf("workspace: making the state root %s: %w", o.Root, err)
+	if err := MakeRoot(o.Root); err != nil {
+		return nil, err
 	}
 	root, err := filepath.EvalSymlinks(o.Root)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -69,6 +70,19 @@ type record struct {
 	// docker workspace is paused again when a restart reopens it.
 	Paused bool `json:"paused,omitempty"`
 	Pooled bool `json:"pooled,omitempty"`
+}
+
+// MakeRoot makes a state root: the root itself private (0700), its
+// missing parents traversable (0755), since a world's init, mapped to
+// unprivileged ids, must pass them to reach the workspace's files.
+func MakeRoot(root string) error {
+	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
+		return fmt.Errorf("workspace: making the parents of the state root %s: %w", root, err)
+	}
+	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("workspace: making the state root %s: %w", root, err)
+	}
+	return nil
 }
 
 // ownDirRE matches the names of the directories a Manager makes under

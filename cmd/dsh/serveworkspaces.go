@@ -88,6 +88,7 @@ func workspaceRoot(cfg *config.Config) (string, error) {
 type workspaceOpener struct {
 	cfg   *config.Config
 	o     worldOverrides
+	root  string            // the state root, real path: masked in every world
 	net   *netpolicy.Policy // dsh's own egress on the world's behalf (web_fetch): the web policy
 	audit io.Writer
 	warn  io.Writer
@@ -113,6 +114,9 @@ func (w *workspaceOpener) plan(dir string, t workspace.Template) (*worldPlan, er
 	// A workspace is its files: its world always sees them read-write.
 	sb.Workspace.Mode = "rw"
 	o := w.o
+	// A workspace is confined whatever the server's own sessions are:
+	// --unconfined applies to /mcp, never to a hosted workspace.
+	o.Unconfined = false
 	o.Workspace, o.WorkspaceHome = dir, false
 	o.Driver, o.Image, o.Policy = "", "", policyOverrides{}
 	if t.Image != "" {
@@ -137,6 +141,11 @@ func (w *workspaceOpener) plan(dir string, t workspace.Template) (*worldPlan, er
 	p, err := planWorld(&cfg, o)
 	if err != nil {
 		return nil, invalidf("%v", err)
+	}
+	// The state root holds every workspace's files and record (token
+	// hashes): a world sees only its own workspace, bound beneath the mask.
+	if w.root != "" {
+		p.spec.Masks = append(p.spec.Masks, w.root)
 	}
 	return p, nil
 }
@@ -240,7 +249,14 @@ func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s 
 	if err != nil {
 		return nil, err
 	}
-	opener := &workspaceOpener{cfg: cfg, o: o, net: webPol, audit: proxyAudit, warn: stderr, backends: map[string]execworld.Backend{}}
+	if err := workspace.MakeRoot(root); err != nil {
+		return nil, exitf(2, "%v; give another --workspace-root", err)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, exitf(2, "--workspace-root %s: %v", root, err)
+	}
+	opener := &workspaceOpener{cfg: cfg, o: o, root: realRoot, net: webPol, audit: proxyAudit, warn: stderr, backends: map[string]execworld.Backend{}}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := workspace.New(&workspace.Options{
 		Root:               root,

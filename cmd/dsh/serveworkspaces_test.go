@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,5 +78,24 @@ func TestWorkspaceRoot(t *testing.T) {
 	r, err := workspaceRoot(&cfg)
 	if err != nil || !filepath.IsAbs(r) || !strings.HasSuffix(r, "workspaces") {
 		t.Errorf("default root: %s %v", r, err)
+	}
+}
+
+// --unconfined is the server's own sessions' business: a hosted
+// workspace is always confined, and its state root is masked.
+func TestWorkspaceOpenerNeverUnconfined(t *testing.T) {
+	dir := t.TempDir()
+	o := testOpener(t, nil)
+	o.o.Unconfined = true
+	o.root = filepath.Dir(dir)
+	p, err := o.plan(dir, workspace.Template{Driver: "native"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.driver.name != "native" || !p.driver.confines {
+		t.Errorf("with --unconfined a workspace's world is planned on %s (confines %v), want native", p.driver.name, p.driver.confines)
+	}
+	if !slices.Contains(p.spec.Masks, o.root) {
+		t.Errorf("the state root %s is not masked: %v", o.root, p.spec.Masks)
 	}
 }
