@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/dsh-dev/dsh/netpolicy"
 )
@@ -14,27 +15,39 @@ import (
 // policy, so names are resolved and every address is checked before the
 // checked address is dialled.
 type Net struct {
-	dialer *netpolicy.Dialer
+	dialer atomic.Pointer[netpolicy.Dialer] // replaced by setPolicy
 	client *http.Client
 	tr     *http.Transport
 }
 
 func newNet(d *netpolicy.Dialer) *Net {
-	tr := d.Transport()
-	return &Net{dialer: d, tr: tr, client: &http.Client{Transport: tr}}
+	n := &Net{}
+	n.dialer.Store(d)
+	n.tr = netpolicy.NewTransport(n.DialContext)
+	n.client = &http.Client{Transport: n.tr}
+	return n
 }
 
 // Policy is the policy Net applies.
-func (n *Net) Policy() *netpolicy.Policy { return n.dialer.Policy }
+func (n *Net) Policy() *netpolicy.Policy { return n.dialer.Load().Policy }
 
 // Dialer is the guarded dialer; callers that need a Transport of their own
 // build it from Dialer().Transport().
-func (n *Net) Dialer() *netpolicy.Dialer { return n.dialer }
+func (n *Net) Dialer() *netpolicy.Dialer { return n.dialer.Load() }
 
 // DialContext dials address under the policy. A refusal is a
 // *netpolicy.DeniedError (errors.Is(err, netpolicy.ErrDenied)).
 func (n *Net) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	return n.dialer.DialContext(ctx, network, address)
+	return n.dialer.Load().DialContext(ctx, network, address)
+}
+
+// setPolicy makes p the policy of every later dial, and drops the idle
+// connections an earlier policy allowed.
+func (n *Net) setPolicy(p *netpolicy.Policy) {
+	d := *n.dialer.Load()
+	d.Policy = p
+	n.dialer.Store(&d)
+	n.tr.CloseIdleConnections()
 }
 
 // HTTPClient returns the world's HTTP client: no proxy from the

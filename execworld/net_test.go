@@ -127,3 +127,47 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// SetEgress moves Net with the proxy when Net follows the egress policy
+// (no Options.Net), idle connections of the old policy included; a Net of
+// its own keeps its policy.
+func TestSetEgressMovesNetThatFollowsIt(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") }))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	deny := netpolicy.MustNew(netpolicy.SandboxDefault())
+	allow := netpolicy.MustNew(netpolicy.Config{Default: "deny", Allow: []string{addr}})
+	get := func(w *execworld.World) error {
+		resp, err := w.Net.HTTPClient().Get(srv.URL)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return err
+	}
+
+	w, _ := execworldtest.NewWorld(t, &execworld.Options{Egress: deny})
+	if err := get(w); !errors.Is(err, netpolicy.ErrDenied) {
+		t.Fatalf("before SetEgress: %v, want ErrDenied", err)
+	}
+	if err := w.SetEgress(allow); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(w); err != nil {
+		t.Fatalf("after SetEgress allowed the server: %v", err)
+	}
+	if err := w.SetEgress(deny); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(w); !errors.Is(err, netpolicy.ErrDenied) {
+		t.Fatalf("after SetEgress denied it again (a kept-alive connection open): %v, want ErrDenied", err)
+	}
+
+	own, _ := execworldtest.NewWorld(t, &execworld.Options{Egress: deny, Net: deny})
+	if err := own.SetEgress(allow); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(own); !errors.Is(err, netpolicy.ErrDenied) {
+		t.Fatalf("a Net of its own followed SetEgress: %v, want ErrDenied", err)
+	}
+}

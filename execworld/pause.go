@@ -71,13 +71,18 @@ func (w *World) Paused() bool {
 
 // SetEgress replaces the policy of the world's egress proxy for new
 // connections (open ones keep the decision they got). Net, dsh's own
-// egress on the world's behalf, keeps the policy it was opened with. A
-// world opened without egress has no proxy to police, so it is refused:
-// open it with a policy (even one denying everything) to change it later.
+// egress on the world's behalf, follows when it was opened with the
+// egress policy (no Options.Net); one opened with a policy of its own
+// keeps it. A world opened without egress has no proxy to police, so it
+// is refused: open it with a policy (even one denying everything) to
+// change it later.
 func (w *World) SetEgress(p *netpolicy.Policy) error {
 	if w.proxy == nil {
 		return errors.New("execworld: this world was opened without egress, so it has no proxy whose policy could change")
 	}
 	w.proxy.SetPolicy(p)
+	if w.netFollowsEgress {
+		w.Net.setPolicy(p)
+	}
 	return nil
 }

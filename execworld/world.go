@@ -72,7 +72,10 @@ type World struct {
 	inst     sandbox.Instance
 	proxy    *proxy.Proxy
 	proxyEnv []string // every process's proxy variables; nil without egress
-	log      *slog.Logger
+	// netFollowsEgress: Net was opened with the egress policy (no
+	// Options.Net), so SetEgress changes both.
+	netFollowsEgress bool
+	log              *slog.Logger
 
 	mu      sync.Mutex // guards the fields below
 	closed  bool
@@ -112,7 +115,7 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 	spec.Workspace = fsys.Root()
 	fsys.readOnly = fsReadOnly(spec.Mode())
 
-	netPolicy := opts.Net
+	netPolicy, netFollows := opts.Net, opts.Net == nil
 	if netPolicy == nil {
 		netPolicy = opts.Egress
 	}
@@ -131,6 +134,8 @@ func Open(ctx context.Context, backend Backend, opts *Options) (*World, error) {
 		spec:    spec,
 		log:     log.With("world", id),
 		running: map[*Running]struct{}{},
+
+		netFollowsEgress: netFollows,
 	}
 	w.Exec = &Exec{w: w}
 	w.Net = newNet(&netpolicy.Dialer{Policy: netPolicy, Resolver: opts.Resolver})

@@ -266,7 +266,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	var wh *workspaceHost
 	if no, _ := cmd.Flags().GetBool("no-workspaces"); !no {
-		if wh, err = hostWorkspaces(cmd, cfg, o, s, token, webPolicy, proxyAudit, stderr, workspaceMCP(gopts, cfg)); err != nil {
+		if wh, err = hostWorkspaces(cmd, cfg, o, s, token, proxyAudit, stderr, workspaceMCP(gopts, cfg)); err != nil {
 			g.Close()
 			return err
 		}

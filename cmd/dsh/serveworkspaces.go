@@ -88,8 +88,7 @@ func workspaceRoot(cfg *config.Config) (string, error) {
 type workspaceOpener struct {
 	cfg   *config.Config
 	o     worldOverrides
-	root  string            // the state root, real path: masked in every world
-	net   *netpolicy.Policy // dsh's own egress on the world's behalf (web_fetch): the web policy
+	root  string // the state root, real path: masked in every world
 	audit io.Writer
 	warn  io.Writer
 
@@ -158,7 +157,10 @@ func (w *workspaceOpener) Open(ctx context.Context, dir string, t workspace.Temp
 	if p.egress, err = w.Policy(allow); err != nil {
 		return nil, err
 	}
-	p.net, p.audit = w.net, w.audit
+	// Net (web_fetch on the workspace's MCP endpoint) follows the same
+	// allow list as the world's processes, and SetEgress moves both: a
+	// workspace allowed nothing reaches nothing.
+	p.net, p.audit = nil, w.audit
 	b, err := w.backend(ctx, p.driver)
 	if err != nil {
 		return nil, err
@@ -204,7 +206,7 @@ type workspaceHost struct {
 // workspaces of an earlier run come back, expired ones are reaped) and
 // the API over it; mcp makes the gateway options of a workspace's MCP
 // endpoint.
-func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s serveSettings, token string, webPol *netpolicy.Policy, proxyAudit, stderr io.Writer, mcp func(*workspace.Workspace) (*gateway.Options, error)) (*workspaceHost, error) {
+func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s serveSettings, token string, proxyAudit, stderr io.Writer, mcp func(*workspace.Workspace) (*gateway.Options, error)) (*workspaceHost, error) {
 	wc := cfg.Workspaces
 	if f := cmd.Flags().Lookup("pool"); f != nil && f.Changed {
 		wc.Pool, _ = cmd.Flags().GetStringArray("pool")
@@ -256,7 +258,7 @@ func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s 
 	if err != nil {
 		return nil, exitf(2, "--workspace-root %s: %v", root, err)
 	}
-	opener := &workspaceOpener{cfg: cfg, o: o, root: realRoot, net: webPol, audit: proxyAudit, warn: stderr, backends: map[string]execworld.Backend{}}
+	opener := &workspaceOpener{cfg: cfg, o: o, root: realRoot, audit: proxyAudit, warn: stderr, backends: map[string]execworld.Backend{}}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := workspace.New(&workspace.Options{
 		Root:               root,

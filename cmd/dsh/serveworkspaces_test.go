@@ -2,11 +2,14 @@ package main
 
 import (
 	"errors"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dsh-dev/dsh/execworld"
+	"github.com/dsh-dev/dsh/execworld/execworldtest"
 	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/workspace"
 )
@@ -97,5 +100,33 @@ func TestWorkspaceOpenerNeverUnconfined(t *testing.T) {
 	}
 	if !slices.Contains(p.spec.Masks, o.root) {
 		t.Errorf("the state root %s is not masked: %v", o.root, p.spec.Masks)
+	}
+}
+
+// dsh's own egress for a workspace (web_fetch on its MCP endpoint) is
+// its allow list, not the server's web policy: allowed nothing, it
+// reaches nothing, and a pooled world's handover moves it too.
+func TestWorkspaceOpenerNetIsTheAllowList(t *testing.T) {
+	o := testOpener(t, nil)
+	o.backends = map[string]execworld.Backend{"native": execworldtest.New()}
+	w, err := o.Open(t.Context(), t.TempDir(), workspace.Template{Driver: "native"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	const target = "93.184.215.14:443" // written as an address: decided, never dialled
+	ap := netip.MustParseAddrPort(target)
+	if d := w.Net.Policy().Decide("", ap.Addr(), ap.Port()); d.Allowed() {
+		t.Errorf("a workspace allowed nothing lets web_fetch reach %s (%s)", target, d.Reason)
+	}
+	pol, err := o.Policy([]string{target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetEgress(pol); err != nil {
+		t.Fatal(err)
+	}
+	if d := w.Net.Policy().Decide("", ap.Addr(), ap.Port()); !d.Allowed() {
+		t.Errorf("after the handover to an allow list naming %s, web_fetch is refused: %s", target, d.Reason)
 	}
 }
