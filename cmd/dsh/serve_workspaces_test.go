@@ -212,7 +212,7 @@ func testWorkspaceLifecycle(t *testing.T, driver string) {
 	if code, b := s.do(t, tok, "GET", "/v1/workspaces/e2e/files/notes/b.txt", nil); code != 200 || string(b) != "from mcp\n" {
 		t.Fatalf("REST read of the MCP-written file: %d %q", code, b)
 	}
-	cs.Close()
+	defer cs.Close()
 
 	// Pause: a running counter makes no progress until resume.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -242,6 +242,11 @@ func testWorkspaceLifecycle(t *testing.T, driver string) {
 	}
 	if code, b := s.do(t, tok, "POST", "/v1/workspaces/e2e/exec", map[string]any{"argv": []string{"true"}}); code != 409 {
 		t.Fatalf("exec while paused: %d %s", code, b)
+	}
+	// The MCP session borrowed the world before the pause: its tools are
+	// refused too.
+	if res := callTool(t, cs, "write_file", map[string]any{"path": "while-paused.txt", "content": "x"}); !res.IsError || !strings.Contains(resultText(res), "paused") {
+		t.Fatalf("MCP write_file while paused: error %v: %s", res.IsError, resultText(res))
 	}
 	s.must(t, 200, &ws, tok, "POST", "/v1/workspaces/e2e/resume", nil)
 	if ws.State != workspace.StateRunning {

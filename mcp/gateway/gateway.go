@@ -365,6 +365,11 @@ func (s *session) getWorld(ctx context.Context) (*execworld.World, error) {
 	}
 	if w := s.world; w != nil {
 		s.mu.Unlock()
+		if w.Paused() {
+			// A borrowed world (a workspace's) paused since: no tool
+			// may reach it, the file tools included.
+			return nil, execworld.ErrPaused
+		}
 		return w, nil
 	}
 	s.mu.Unlock()
