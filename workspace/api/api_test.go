@@ -589,3 +589,43 @@ func TestExecAnswersBeforeOutput(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
+
+// A client that keeps the connection but stops reading does not hold
+// the command, nor the workspace's world, until the command's timeout.
+func TestExecStalledClientStopsTheCommand(t *testing.T) {
+	api.SetWriteStall(t, 300*time.Millisecond)
+	f := newFixture(t, nil)
+	f.create(t, "alpha")
+	body, _ := json.Marshal(map[string]any{"argv": []string{"sh", "-c", "echo $$ > pid; exec yes"}, "timeout": "1h"})
+	req, _ := http.NewRequest("POST", f.srv.URL+"/v1/workspaces/alpha/exec", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+serverToken)
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close() // never read: the client stalls
+	var pid []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if pid, err = os.ReadFile(filepath.Join(f.m.root, "alpha", "pid")); err == nil && len(pid) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+	}
+	proc := "/proc/" + strings.TrimSpace(string(pid))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := os.ReadFile(proc + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command still runs 20s after its client stopped reading")
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); f.m.borrowed.Load() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the world was not given back after the stall")
+		}
+	}
+}

@@ -77,7 +77,7 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request) {
 	if timeout == 0 {
 		timeout = DefaultExecTimeout
 	}
-	s := &stream{w: w}
+	s := &stream{w: w, rc: http.NewResponseController(w)}
 	if f, ok := w.(http.Flusher); ok {
 		s.flush = f.Flush
 	}
@@ -101,6 +101,7 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request) {
 	}
 	// The answer starts now, not with the first output: a client sees
 	// that the command runs even while it prints nothing.
+	s.running(run.Stop)
 	s.begin()
 	stop := context.AfterFunc(r.Context(), run.Stop)
 	res, err := run.Wait()
@@ -122,9 +123,27 @@ var errGone = errors.New("the client went away")
 type stream struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
+	rc      *http.ResponseController
 	flush   func()
+	stop    func() // stops the command once it runs; nil before
 	started bool
 	failed  bool
+}
+
+// writeStall bounds one write of an exec's answer: a client that keeps
+// the connection but stops reading would otherwise hold the command, and
+// the workspace's world with it, until the command's timeout.
+var writeStall = 30 * time.Second
+
+// running tells the stream how to stop the command when the client is
+// gone or stalls.
+func (s *stream) running(stop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stop = stop
+	if s.failed {
+		go stop()
+	}
 }
 
 // begin sends the answer's header, flushed, unless output did first.
@@ -162,8 +181,12 @@ func (s *stream) event(ev *workspace.ExecEvent) error {
 	if !s.started {
 		s.writeHeader()
 	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(writeStall)) // unsupported by some writers: then unbounded
 	if _, err := s.w.Write(line); err != nil {
 		s.failed = true
+		if s.stop != nil {
+			go s.stop()
+		}
 		return err
 	}
 	if s.flush != nil {

@@ -1,6 +1,9 @@
 package api
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Routes are the routes the API serves, as "METHOD /path/{param}" with
 // OpenAPI's path syntax ({path...} is {path}); the MCP endpoint, which
@@ -18,4 +21,12 @@ func Routes() []string {
 		out = append(out, rt.method+" "+p)
 	}
 	return out
+}
+
+// SetWriteStall bounds one write of an exec's answer, until the test
+// ends.
+func SetWriteStall(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := writeStall
+	writeStall = d
+	t.Cleanup(func() { writeStall = old })
 }
