@@ -109,9 +109,10 @@ type Mgr struct {
 	log   *slog.Logger
 	pools []*pool
 
-	mu     sync.Mutex // guards the fields below
-	ws     map[string]*entry
-	closed bool
+	mu       sync.Mutex // guards the fields below
+	ws       map[string]*entry
+	closed   bool
+	onRemove func(name string) // see OnRemove
 
 	ctx       context.Context // cancelled by Close: the pools' opens
 	cancel    context.CancelFunc
@@ -670,8 +671,26 @@ func (m *Mgr) Delete(ctx context.Context, name string) error {
 	return m.remove(ctx, e)
 }
 
+// OnRemove makes fn hear of every workspace removed from now on (by
+// Delete or at its TTL), before the removal waits for the world's users:
+// those that hold it until told (the API's MCP sessions) let it go.
+func (m *Mgr) OnRemove(fn func(name string)) {
+	m.mu.Lock()
+	m.onRemove = fn
+	m.mu.Unlock()
+}
+
 // remove deletes e, already marked deleting.
 func (m *Mgr) remove(ctx context.Context, e *entry) error {
+	m.mu.Lock()
+	hook := m.onRemove
+	m.mu.Unlock()
+	if hook != nil {
+		e.mu.Lock()
+		name := e.rec.Name
+		e.mu.Unlock()
+		hook(name)
+	}
 	m.waitReleased(ctx, e)
 	e.op.Lock()
 	defer e.op.Unlock()

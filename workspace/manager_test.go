@@ -652,3 +652,29 @@ func TestPoolDefaultImage(t *testing.T) {
 		}
 	}
 }
+
+// The OnRemove hook hears of every removal before it waits for the
+// world's users, so a user that holds the world until told (an MCP
+// session) lets an expired workspace go at its TTL, not after the
+// release timeout.
+func TestOnRemoveHearsTheReaper(t *testing.T) {
+	m, _ := newMgr(t, &Options{ReleaseTimeout: 30 * time.Second})
+	create(t, m, &CreateRequest{Name: "short", TTL: Duration(300 * time.Millisecond)})
+	_, release, err := m.World(bg, "short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := make(chan string, 1)
+	m.OnRemove(func(name string) { heard <- name; release() })
+	if !waitFor(10*time.Second, func() bool { _, err := m.Get(bg, "short"); return errors.Is(err, ErrNotFound) }) {
+		t.Fatal("an expired workspace whose user is told of its removal is still there")
+	}
+	select {
+	case n := <-heard:
+		if n != "short" {
+			t.Errorf("OnRemove heard %q", n)
+		}
+	default:
+		t.Error("OnRemove was not called")
+	}
+}

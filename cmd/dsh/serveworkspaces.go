@@ -286,6 +286,7 @@ func hostWorkspaces(cmd *cobra.Command, cfg *config.Config, o worldOverrides, s 
 		MCPMaxBody: s.maxBody,
 		Logger:     log,
 	})
+	m.OnRemove(a.DropMCP)
 	return &workspaceHost{root: root, m: m, api: a}, nil
 }
 

@@ -30,7 +30,7 @@ func (a *API) serveMCP(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	ws, err := a.m.Get(r.Context(), name)
 	if err != nil {
-		a.dropMCP(name)
+		a.DropMCP(name)
 		a.fail(w, r, err)
 		return
 	}
@@ -104,8 +104,9 @@ func (a *API) sweepMCP() {
 	}
 }
 
-// dropMCP ends the MCP sessions of a workspace, giving its world back.
-func (a *API) dropMCP(name string) {
+// DropMCP ends the MCP sessions of a workspace, giving its world back
+// (the Manager's OnRemove hook, so that a removal need not wait for them).
+func (a *API) DropMCP(name string) {
 	a.mu.Lock()
 	e, ok := a.mcp[name]
 	delete(a.mcp, name)

@@ -105,7 +105,7 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	// The MCP sessions give the world back first: delete waits for
 	// every borrower.
-	a.dropMCP(name)
+	a.DropMCP(name)
 	if err := a.m.Delete(r.Context(), name); err != nil {
 		a.fail(w, r, err)
 		return
