@@ -26,8 +26,11 @@ func main() {
 // run executes the command line and returns the process exit status.
 func run(args []string) int {
 	root := newRootCmd()
+	cliTrace.mark("command tree")
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
+	cliTrace.mark("close, exit")
+	cliTrace.flush()
 	if err == nil {
 		return statusOK
 	}

@@ -149,7 +149,9 @@ func openWorld(ctx context.Context, p *worldPlan, warn io.Writer) (*execworld.Wo
 	if err != nil {
 		return nil, err
 	}
+	cliTrace.mark("backend")
 	reapOnce(ctx, backend, warn)
+	cliTrace.mark("reap")
 	return openWorldOn(ctx, backend, p)
 }
 
