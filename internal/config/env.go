@@ -45,7 +45,7 @@ func internalEnv(name string) bool {
 // key's variable as a suggestion, sorted by name.
 func UnknownEnv(environ []string) []string {
 	known := map[string]string{}
-	for _, k := range Keys() {
+	for _, k := range allKeys() {
 		known[EnvName(k)] = k
 	}
 	var out []string
