@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -17,6 +18,7 @@ var cliTrace = newStepTrace()
 
 type stepTrace struct {
 	on    bool // DSH_NATIVE_TRACE=1
+	mu    sync.Mutex
 	print bool // the command is dsh run
 	last  time.Time
 	ru    syscall.Rusage
@@ -39,6 +41,11 @@ func (t *stepTrace) mark(step string) {
 	if !t.on {
 		return
 	}
+	t.mu.Lock() // commands that open several worlds mark from several goroutines
+	defer t.mu.Unlock()
+	if !t.print && t.lines.Len() > 0 {
+		return // past the command tree, and not dsh run: keep nothing
+	}
 	now := time.Now()
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -50,7 +57,22 @@ func (t *stepTrace) mark(step string) {
 
 // flush prints the steps of dsh run.
 func (t *stepTrace) flush() {
-	if t.on && t.print {
+	if !t.on {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.print {
 		fmt.Fprint(os.Stderr, t.lines.String())
 	}
+}
+
+// printAtExit makes flush print the steps: the command is dsh run.
+func (t *stepTrace) printAtExit() {
+	if !t.on {
+		return
+	}
+	t.mu.Lock()
+	t.print = true
+	t.mu.Unlock()
 }

@@ -138,7 +138,7 @@ func runRun(cmd *cobra.Command, args []string) error {
 }
 
 func runRunCmd(cmd *cobra.Command, args []string) error {
-	cliTrace.print = true
+	cliTrace.printAtExit()
 	cliTrace.mark("parse")
 	native.PrepareInit() // while the configuration loads
 	cfg, err := loadConfig(cmd)
