@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/internal/trust"
@@ -100,25 +99,22 @@ func announceFiles(cmd *cobra.Command, files []*configFile) {
 	}
 }
 
-// newViper returns a viper holding every key's default.
-func newViper() (*viper.Viper, error) {
+// newViper returns a viper holding every key's default: the values of
+// config.Default() as they are, which decode to the same configuration
+// as a file setting them would (no YAML round trip, which cost a cold
+// dsh run most of a millisecond).
+func newViper() *viper.Viper {
 	v := viper.New()
 	v.SetConfigType("yaml")
-	defMap := map[string]any{}
-	if err := decodeToMap(config.Default(), &defMap); err != nil {
-		return nil, err
-	}
+	defMap := config.Default().Map()
 	for _, k := range config.Keys() {
 		v.SetDefault(k, lookup(defMap, k))
 	}
-	return v, nil
+	return v
 }
 
 func loadRaw(cmd *cobra.Command) (*loaded, error) {
-	v, err := newViper()
-	if err != nil {
-		return nil, err
-	}
+	v := newViper()
 	keys := config.Keys()
 
 	warnUnknownEnv(cmd)
@@ -235,15 +231,6 @@ func userConfigFile() ([]*configFile, error) {
 		return nil, nil
 	}
 	return []*configFile{{Path: p, Kind: kindUser}}, nil
-}
-
-// decodeToMap turns a config struct into nested maps keyed like the file.
-func decodeToMap(c config.Config, out *map[string]any) error {
-	b, err := yaml.Marshal(c.Map())
-	if err != nil {
-		return err
-	}
-	return yaml.Unmarshal(b, out)
 }
 
 // lookup finds a dotted key in nested maps.

@@ -138,15 +138,19 @@ func runRun(cmd *cobra.Command, args []string) error {
 }
 
 func runRunCmd(cmd *cobra.Command, args []string) error {
+	cliTrace.printAtExit()
+	cliTrace.mark("parse")
 	native.PrepareInit() // while the configuration loads
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return exitf(statusDshFailed, "configuration: %v", err)
 	}
+	cliTrace.mark("configuration")
 	plan, err := planWorld(cfg, worldFlags(cmd))
 	if err != nil {
 		return exitf(statusDshFailed, "%v", err)
 	}
+	cliTrace.mark("plan")
 	plan.warnUnconfined(cmd.ErrOrStderr())
 	changeOpts, err := changeFlags(cmd, plan.spec.Mode())
 	if err != nil {
@@ -190,8 +194,10 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		case <-opened:
 		}
 	}()
+	cliTrace.mark("command, audit")
 	w, err := openWorld(openCtx, plan, cmd.ErrOrStderr())
 	close(opened)
+	cliTrace.mark("open")
 	if err != nil {
 		interrupted := openCtx.Err() != nil && ctx.Err() == nil
 		cancelOpen()
@@ -214,6 +220,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 		defer tty.restore()
 	}
 	res, err := runInWorld(ctx, w, c, sigs, tty)
+	cliTrace.mark("run")
 	if tty != nil {
 		tty.restore() // before any message of dsh's own
 	}

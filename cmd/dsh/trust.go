@@ -123,10 +123,7 @@ func trustFile(cmd *cobra.Command, file string, asJSON bool) error {
 // wideningsOf reads project file f over the defaults and the user's
 // own config, as a command would, and returns what it widens.
 func wideningsOf(f *configFile) ([]config.WideningKey, error) {
-	v, err := newViper()
-	if err != nil {
-		return nil, err
-	}
+	v := newViper()
 	files, err := userConfigFile()
 	if err != nil {
 		return nil, err

@@ -149,8 +149,19 @@ func openWorld(ctx context.Context, p *worldPlan, warn io.Writer) (*execworld.Wo
 	if err != nil {
 		return nil, err
 	}
-	reapOnce(ctx, backend, warn)
-	return openWorldOn(ctx, backend, p)
+	cliTrace.mark("backend")
+	// The leftovers of crashed dsh processes go while this world opens:
+	// Reap leaves the worlds of every live dsh alone, so it is as safe
+	// beside this process's Open as beside another dsh's, and it is done
+	// before openWorld returns, so every start still runs it to the end.
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		reapOnce(ctx, backend, warn)
+	}()
+	w, err := openWorldOn(ctx, backend, p)
+	<-reaped
+	return w, err
 }
 
 // openWorldOn opens the planned world on a backend already made: dsh
@@ -161,7 +172,7 @@ func openWorldOn(ctx context.Context, backend execworld.Backend, p *worldPlan) (
 
 // reapOnce removes what crashed dsh processes left of a driver's worlds
 // (containers, cgroups, state), once per driver and dsh process, before
-// it opens one: every command that opens worlds does so through
+// or while it opens one: every command that opens worlds does so through
 // openWorld. A failure is said, not fatal: it leaves only dead worlds'
 // leftovers behind.
 func reapOnce(ctx context.Context, backend execworld.Backend, warn io.Writer) {

@@ -14,7 +14,7 @@ var InternalEnv = []string{
 	"DSH_SERVE_TOKEN",  // dsh serve --http: the bearer token without --token-file
 	"DSH_SERVER",       // dsh world: the server's URL
 	"DSH_SERVER_TOKEN", // dsh world: the token without --token-file
-	"DSH_NATIVE_TRACE", // native driver: print the init's timings
+	"DSH_NATIVE_TRACE", // print the timings of dsh run, the native driver and its init
 	"DSH_INIT_LOG",     // the sandbox init's log level (debug)
 	"DSH_INIT_CONFIG",  // dsh -> sandbox init hand-over
 	"DSH_NATIVE_INIT",  // dsh -> native init hand-over
@@ -45,7 +45,7 @@ func internalEnv(name string) bool {
 // key's variable as a suggestion, sorted by name.
 func UnknownEnv(environ []string) []string {
 	known := map[string]string{}
-	for _, k := range Keys() {
+	for _, k := range allKeys() {
 		known[EnvName(k)] = k
 	}
 	var out []string

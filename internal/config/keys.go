@@ -2,23 +2,29 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Keys returns every configuration key, dotted (sandbox.limits.memory),
-// in sorted order. Only leaves are listed.
-func Keys() []string {
+// in sorted order. Only leaves are listed. The slice is the caller's.
+func Keys() []string { return slices.Clone(allKeys()) }
+
+// allKeys is Keys, computed once (the Config type does not change) and
+// shared: never modify it.
+var allKeys = sync.OnceValue(func() []string {
 	var keys []string
 	walkKeys(reflect.TypeFor[Config](), "", func(k string) { keys = append(keys, k) })
 	sort.Strings(keys)
 	return keys
-}
+})
 
 // sections returns the keys that have children (sandbox, sandbox.limits).
 func sections() map[string]bool {
 	s := map[string]bool{}
-	for _, k := range Keys() {
+	for _, k := range allKeys() {
 		for i := strings.IndexByte(k, '.'); i >= 0; i = next(k, i) {
 			s[k[:i]] = true
 		}
@@ -77,7 +83,7 @@ func walkKeys(t reflect.Type, prefix string, f func(string)) {
 // nearest known key as a suggestion.
 func CheckKeys(raw map[string]any) []error {
 	known := map[string]bool{}
-	for _, k := range Keys() {
+	for _, k := range allKeys() {
 		known[k] = true
 	}
 	secs := sections()

@@ -196,7 +196,7 @@ func Widenings(keys []string, before, after Config) []WideningKey {
 // them, sorted. Unknown keys are CheckKeys's to report.
 func FileKeys(raw map[string]any) []string {
 	known := map[string]bool{}
-	for _, k := range Keys() {
+	for _, k := range allKeys() {
 		known[k] = true
 	}
 	secs := sections()
