@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-dev/dsh/internal/testenv/mcptest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
@@ -131,24 +133,10 @@ func (l *lockedBuffer) String() string {
 
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return res
+	return mcptest.Call(t, cs, 60*time.Second, name, args)
 }
 
-func resultText(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+func resultText(r *mcp.CallToolResult) string { return mcptest.Text(r) }
 
 func decode[T any](t *testing.T, r *mcp.CallToolResult) T {
 	t.Helper()

@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-dev/dsh/internal/testenv/mcptest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-dev/dsh/workspace"
@@ -640,24 +642,10 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	return r
+	return mcptest.Call(t, cs, 2*time.Minute, tool, args)
 }
 
-func text(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+func text(r *mcp.CallToolResult) string { return mcptest.Text(r) }
 
 func decode(t *testing.T, r *mcp.CallToolResult, v any) {
 	t.Helper()

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-dev/dsh/internal/testenv/mcptest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-dev/dsh/execworld"
@@ -94,24 +96,10 @@ func (f *fixture) connect(t *testing.T, copts *mcp.ClientOptions) *mcp.ClientSes
 
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: protocol error: %v", tool, err)
-	}
-	return res
+	return mcptest.Call(t, cs, 30*time.Second, tool, args)
 }
 
-func text(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+func text(r *mcp.CallToolResult) string { return mcptest.Text(r) }
 
 func structured[T any](t *testing.T, r *mcp.CallToolResult) T {
 	t.Helper()
