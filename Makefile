@@ -23,6 +23,7 @@ all: build
 ## small init (cmd/dsh-init) embedded, built from the same tree just before
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(INIT_LDFLAGS)' -o sandbox/native/initbin/dsh-init ./cmd/dsh-init
+	cd sandbox/native/initbin && sha256sum dsh-init > dsh-init.sum
 	CGO_ENABLED=0 $(GO) build -trimpath -tags embedinit -ldflags '$(LDFLAGS)' -o bin/dsh ./cmd/dsh
 
 ## docker: make sure a Docker engine answers (installs and starts it when needed)
@@ -80,4 +81,4 @@ man:
 
 ## clean: remove build output
 clean:
-	rm -rf bin man sandbox/native/initbin/dsh-init
+	rm -rf bin man sandbox/native/initbin/dsh-init sandbox/native/initbin/dsh-init.sum

@@ -6,7 +6,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/dsh-dev/dsh/sandbox/native"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
@@ -26,11 +25,6 @@ func main() {
 
 // run executes the command line and returns the process exit status.
 func run(args []string) int {
-	if isRunLine(args) {
-		// The copy of the init binary overlaps building the commands,
-		// not only the configuration's load (runRunCmd asks again).
-		native.PrepareInit()
-	}
 	root := newRootCmd()
 	cliTrace.mark("command tree")
 	root.SetArgs(args)
@@ -56,21 +50,4 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "dsh:", ee.msg)
 	}
 	return ee.code
-}
-
-// isRunLine reports whether args are dsh run's, read before the command
-// tree exists. It is only a hint for starting work early: a line it
-// misreads costs one needless copy of the init or loses the head start,
-// nothing else.
-func isRunLine(args []string) bool {
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--config":
-			i++
-		case strings.HasPrefix(a, "--config="):
-		default:
-			return a == "run"
-		}
-	}
-	return false
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/sandbox"
-	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
 // Statuses dsh run exits with when the command itself did not decide.
@@ -140,7 +139,6 @@ func runRun(cmd *cobra.Command, args []string) error {
 func runRunCmd(cmd *cobra.Command, args []string) error {
 	cliTrace.printAtExit()
 	cliTrace.mark("parse")
-	native.PrepareInit() // while the configuration loads
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return exitf(statusDshFailed, "configuration: %v", err)

@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,8 +57,7 @@ func RemoveStaticDsh() {
 // buildEmbeddedInit builds the native sandbox's small init (cmd/dsh-init)
 // as `make build` does and puts it where dsh's build tag embedinit embeds
 // it from (sandbox/native/initbin), so the binary the tests run is the one
-// dsh ships. The file is replaced by a rename: test binaries building at
-// once never see a partial one.
+// dsh ships.
 func buildEmbeddedInit(tmp string) error {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -73,6 +74,23 @@ func buildEmbeddedInit(tmp string) error {
 	if err != nil {
 		return err
 	}
+	return WriteEmbeddedInit(dst, data)
+}
+
+// WriteEmbeddedInit puts the init binary data at dst (the package's
+// initbin/dsh-init) and its SHA-256 line beside it (dsh-init.sum), as
+// `make build` does: the build tag embedinit embeds both. Each is
+// replaced by a rename, so test binaries building at once never see a
+// partial one.
+func WriteEmbeddedInit(dst string, data []byte) error {
+	sum := sha256.Sum256(data)
+	if err := replaceFile(dst+".sum", []byte(hex.EncodeToString(sum[:])+"  dsh-init\n"), 0o644); err != nil {
+		return err
+	}
+	return replaceFile(dst, data, 0o755)
+}
+
+func replaceFile(dst string, data []byte, mode os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(dst), ".dsh-init-")
 	if err != nil {
 		return err
@@ -82,7 +100,7 @@ func buildEmbeddedInit(tmp string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(f.Name(), 0o755)
+		err = os.Chmod(f.Name(), mode)
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), dst)

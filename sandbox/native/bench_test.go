@@ -43,7 +43,7 @@ func buildDsh(b *testing.B) (dsh, initBin string) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := os.WriteFile("initbin/dsh-init", data, 0o755); err != nil {
+			if err := testenv.WriteEmbeddedInit("initbin/dsh-init", data); err != nil {
 				b.Fatal(err)
 			}
 		}

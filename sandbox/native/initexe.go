@@ -1,75 +1,210 @@
 package native
 
 import (
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // embeddedInit is the small init binary (cmd/dsh-init) built into dsh
 // with the build tag embedinit (initexe_embed.go), or nil: the init is
-// then dsh's own binary.
-var embeddedInit []byte
+// then dsh's own binary. embeddedInitSum is its SHA-256 in hex, which
+// `make build` writes beside it: it names the init's file in the state
+// directory.
+var (
+	embeddedInit    []byte
+	embeddedInitSum string
+)
 
-// initMemfd returns a sealed memfd holding the embedded init, ready to
-// be executed through /proc/self/fd, or nil when there is none or the
-// kernel forbids executing memfds (vm.memfd_noexec = 2): the caller then
-// runs dsh's own binary as before. The init's start is the part of a
-// world's start the binary's size makes slow (its page faults and the
-// package initialisation of every dependency of the CLI): the small one
-// starts in a fraction of the time. A memfd, not a file: nothing on disk
-// that another process of the caller, or a world with a writable view of
-// the state directory, could replace between two starts; sealed, so
-// nothing can change it once written.
+// The init's start is the part of a world's start the binary's size
+// makes slow (its page faults and the package initialisation of every
+// dependency of the CLI): the small one starts in a fraction of the
+// time. A world executes it, best first, from
 //
-// It is made once per process, on first use, and kept: every world this
-// process starts executes the same memfd.
-// prepareInit begins it in the background so that the copy overlaps the
-// start's first steps.
-func initMemfd() (*os.File, error) {
-	if noInitMemfd.Load() {
-		return nil, nil
+//   - its file in the state directory (initCached): written once, then
+//     only opened — a start costs no copy at all;
+//   - a sealed memfd this process fills (initMemfd): where the state
+//     directory's file system refuses to execute (noexec) or to hold it;
+//     a 3.7 MB copy per process;
+//   - dsh's own binary (initOwn): no init embedded, or neither of the
+//     above can be executed. Only slower, just as confined.
+//
+// Every source is executed through a descriptor: the mapped init may not
+// be allowed to look up a path (a test binary in a private directory).
+type initSource int
+
+const (
+	initCached initSource = iota
+	initMemfd
+	initOwn
+)
+
+func (s initSource) String() string {
+	return [...]string{"the init's file in the state directory", "the init's memfd", "dsh's own binary"}[s]
+}
+
+// initRefused is set for a source once the kernel (or a security module,
+// whose policy no check here can see) refused to execute it: every later
+// start of this process skips it.
+var initRefused [initOwn]atomic.Bool
+
+// cachedInitName is the init's file in a state directory: named by the
+// content's hash, so that dsh binaries embedding different inits never
+// share one.
+func cachedInitName(base string) string {
+	return filepath.Join(base, "init-"+embeddedInitSum[:32])
+}
+
+// haveCachedInit says whether this dsh has an init to cache: one
+// embedded, with a well-formed sum.
+func haveCachedInit() bool {
+	if embeddedInit == nil || len(embeddedInitSum) != 64 {
+		return false
 	}
-	prepareInit()
-	<-initDone
-	return initFile, initErr
+	_, err := hex.DecodeString(embeddedInitSum)
+	return err == nil
+}
+
+// openCachedInit opens the embedded init's file in the state directory
+// base, writing it first when it is missing or not exactly as dsh leaves
+// it.
+//
+// Why a file no start checks byte by byte can be trusted: base is dsh's
+// own (stateBase: a directory owned by the caller, written by nobody
+// else), the file is the caller's, mode 0555 and of the embedded init's
+// size, and no world can write it. A native world has base masked (it is
+// among every world's masks); a docker world never runs as the host's
+// root, and neither a workspace nor a writable bind may be /run, /tmp or
+// an ancestor of them (sandbox.CheckWorkspace, sandbox.UserBind), which
+// hold every default base. Whoever else can write it runs as the caller outside any world,
+// and could as well replace dsh.
+func openCachedInit(base string) (*os.File, error) {
+	name := cachedInitName(base)
+	f, err := openInitFile(name)
+	if err == nil {
+		return f, nil
+	}
+	if err := writeCachedInit(base, name); err != nil {
+		return nil, err
+	}
+	return openInitFile(name)
+}
+
+// openInitFile opens name for execution if it is what writeCachedInit
+// leaves: a regular file of the caller's (no link), mode 0555, one name,
+// the embedded init's size.
+func openInitFile(name string) (*os.File, error) {
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uint32(os.Getuid()) || st.Mode&0o7777 != 0o555 ||
+		st.Nlink != 1 || st.Size != int64(len(embeddedInit)) {
+		f.Close()
+		return nil, fmt.Errorf("native: %s is not the init dsh wrote (mode %o, owner %d, %d links, %d bytes)", name, st.Mode&0o7777, st.Uid, st.Nlink, st.Size)
+	}
+	return f, nil
+}
+
+// writeCachedInit writes the embedded init to name: a temporary file
+// made whole (written, 0555, synced) before it is renamed into place, so
+// that no start ever opens a part of one. It then removes what earlier
+// dsh versions and abandoned writes left.
+func writeCachedInit(base, name string) error {
+	tmp, err := os.CreateTemp(base, ".init-*")
+	if err != nil {
+		return fmt.Errorf("native: writing the init binary into the state directory: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after a rename: nothing there
+	_, err = tmp.Write(embeddedInit)
+	if err == nil {
+		err = tmp.Chmod(0o555)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		return fmt.Errorf("native: writing the init binary into the state directory: %w", err)
+	}
+	sweepCachedInits(base, name, tmp.Name())
+	return nil
+}
+
+// keptInits is how many inits of other dsh binaries a state directory
+// keeps beside the one just written: two versions used in turn never
+// rewrite each other's, and a machine that builds dsh often does not
+// fill its /run (a tmpfs) with one 3.7 MB copy per build.
+const keptInits = 3
+
+// sweepCachedInits removes from base the inits of other dsh binaries
+// but the keptInits newest, and temporary files of writes abandoned more
+// than a minute ago. A dsh starting a world on a removed init holds its
+// descriptor; one that finds its init gone writes it again.
+func sweepCachedInits(base, keep, writing string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	type old struct {
+		path string
+		mod  time.Time
+	}
+	var others []old
+	for _, e := range entries {
+		p := filepath.Join(base, e.Name())
+		fi, err := e.Info()
+		switch {
+		case err != nil || p == keep || p == writing:
+		case strings.HasPrefix(e.Name(), "init-"):
+			others = append(others, old{p, fi.ModTime()})
+		case strings.HasPrefix(e.Name(), ".init-") && time.Since(fi.ModTime()) > time.Minute:
+			_ = os.Remove(p)
+		}
+	}
+	slices.SortFunc(others, func(a, b old) int { return b.mod.Compare(a.mod) })
+	for _, o := range others[min(len(others), keptInits):] {
+		_ = os.Remove(o.path)
+	}
+}
+
+// sharedMemfd returns this process's sealed memfd holding the embedded
+// init, made on first use and kept: every world of the process executes
+// the same one. It is nil when the kernel forbids executing memfds
+// (vm.memfd_noexec = 2).
+func sharedMemfd() (*os.File, error) {
+	memfdOnce.Do(func() { memfdFile, memfdErr = makeInitMemfd() })
+	return memfdFile, memfdErr
 }
 
 var (
-	// noInitMemfd is set once executing the memfd was refused: every
-	// later world runs dsh's own binary.
-	noInitMemfd atomic.Bool
-	initOnce    sync.Once
-	initDone    = make(chan struct{})
-	initFile    *os.File
-	initErr     error
+	memfdOnce sync.Once
+	memfdFile *os.File
+	memfdErr  error
 )
 
-// PrepareInit begins making the embedded init's memfd in the background,
-// if dsh embeds one: a command about to open a world calls it first, so
-// that the copy overlaps its configuration and planning. Calling it is
-// never needed (a start makes the memfd when missing) and a second call
-// does nothing.
-func PrepareInit() { prepareInit() }
-
-// prepareInit begins making the init's memfd, if dsh embeds one.
-func prepareInit() {
-	initOnce.Do(func() {
-		go func() {
-			initFile, initErr = makeInitMemfd()
-			close(initDone)
-		}()
-	})
-}
-
 func makeInitMemfd() (*os.File, error) {
-	if embeddedInit == nil {
-		return nil, nil
-	}
 	if b, err := os.ReadFile("/proc/sys/vm/memfd_noexec"); err == nil && strings.TrimSpace(string(b)) == "2" {
 		return nil, nil
 	}
@@ -102,4 +237,46 @@ func fillSealed(fd int, b []byte) error {
 	_, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS,
 		unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE)
 	return err
+}
+
+// openInit opens the best source of the init not refused yet: it sets
+// s.exeFile and s.exeSrc, and s.exeShared for the process's memfd (not
+// closed after the spawn).
+func (s *starting) openInit() error {
+	if s.d.opts.Executable == "" && embeddedInit != nil {
+		if haveCachedInit() && !initRefused[initCached].Load() {
+			if f, err := openCachedInit(s.base); err == nil {
+				s.useInit(f, initCached, false)
+				return nil
+			}
+			// The file system holds no file of ours (full, read-only):
+			// the memfd serves, as it does where it cannot execute.
+		}
+		if !initRefused[initMemfd].Load() {
+			if f, err := sharedMemfd(); err == nil && f != nil {
+				s.useInit(f, initMemfd, true)
+				return nil
+			}
+		}
+	}
+	f, err := os.Open(s.exe)
+	if err != nil {
+		return fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
+	}
+	s.useInit(f, initOwn, false)
+	return nil
+}
+
+func (s *starting) useInit(f *os.File, src initSource, shared bool) {
+	s.exeFile, s.exeSrc, s.exeShared = f, src, shared
+	if !shared {
+		s.transient.push(func() { f.Close() })
+	}
+}
+
+// refusedInit reports whether err is the kernel refusing to execute the
+// init's source (a noexec mount, a security module): the start then
+// tries the next source.
+func (s *starting) refusedInit(err error) bool {
+	return err != nil && s.exeSrc != initOwn && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM))
 }

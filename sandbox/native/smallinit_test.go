@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/sandbox"
 )
@@ -120,54 +118,4 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
-}
-
-// TestInitMemfdRefusedFallsBack: when the kernel refuses to execute the
-// embedded init's memfd (here: one without any execute bit, which even
-// root may not execute), the world still starts, on dsh's own binary,
-// and later starts skip the memfd.
-func TestInitMemfdRefusedFallsBack(t *testing.T) {
-	testenv.RequireUserNS(t)
-	testenv.RequireCgroups(t)
-	fd, err := unix.MemfdCreate("dsh-init-test", unix.MFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := unix.Write(fd, []byte("\x7fELF not an init")); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fchmod(fd, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Stand in for the process's memfd, whatever earlier tests made of
-	// it, and put their state back after.
-	savedFile, savedErr, savedNo := initFile, initErr, noInitMemfd.Load()
-	initOnce, initDone = sync.Once{}, make(chan struct{})
-	noInitMemfd.Store(false)
-	t.Cleanup(func() {
-		initOnce, initDone = sync.Once{}, make(chan struct{})
-		initOnce.Do(func() { close(initDone) })
-		initFile, initErr = savedFile, savedErr
-		noInitMemfd.Store(savedNo)
-	})
-	initOnce.Do(func() {
-		initFile, initErr = os.NewFile(uintptr(fd), "dsh-init-test"), nil
-		close(initDone)
-	})
-	// No Executable: the driver takes the memfd, then its own binary
-	// (this test binary, which serves as the init, see TestMain).
-	d := New(&Options{StateDir: stateDir(t), Stderr: os.Stderr})
-	spec := sandbox.DefaultSpec(t.TempDir())
-	in, err := d.Open(context.Background(), spec, nil)
-	if err != nil {
-		t.Fatalf("Open with an unexecutable init memfd: %v", err)
-	}
-	out, errOut, st := run(t, in.(*instance), spec.Env, "sh", "-c", "echo ok")
-	in.Close()
-	if st.Code != 0 || out != "ok\n" {
-		t.Fatalf("run: %v %q %q", st, out, errOut)
-	}
-	if !noInitMemfd.Load() {
-		t.Error("the refused memfd is not remembered: every start would try it again")
-	}
 }

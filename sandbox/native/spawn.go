@@ -174,7 +174,8 @@ type starting struct {
 	readyR       *os.File
 	readyW       *os.File
 	exeFile      *os.File
-	exeShared    bool // exeFile is the embedded init's memfd, not closed
+	exeSrc       initSource
+	exeShared    bool // exeFile is the process's memfd of the init, not closed
 	sys          *syscall.SysProcAttr
 	trees        []int
 	// making is the cgroup v1 being made in parallel with the spawn.
@@ -192,9 +193,6 @@ type starting struct {
 // is removed in reverse order.
 func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, execEnv []string, io3 *stdio) (*launch, error) {
 	tr := newHostTrace()
-	if d.opts.Executable == "" {
-		prepareInit() // the embedded init's memfd, while the first steps run
-	}
 	p, err := d.plan(spec, opts, execArgv, execEnv)
 	if err != nil {
 		return nil, err
@@ -344,27 +342,7 @@ func (s *starting) openChannels() error {
 		return err
 	}
 	s.transient.push(func() { s.readyR.Close(); s.readyW.Close() })
-	// Executed through a descriptor: the mapped init may not be allowed
-	// to look up the binary's path (a test binary in a private directory).
-	// dsh built with its small init embedded runs that one (initexe.go).
-	// Without it (none embedded, or no memfd to be had) dsh runs its own
-	// binary, which is only slower.
-	if s.d.opts.Executable == "" {
-		if f, err := initMemfd(); err == nil && f != nil {
-			s.exeFile, s.exeShared = f, true // the process's own, kept open (initexe.go)
-			return nil
-		}
-	}
-	return s.openOwnBinary()
-}
-
-func (s *starting) openOwnBinary() error {
-	var err error
-	if s.exeFile, err = os.Open(s.exe); err != nil {
-		return fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
-	}
-	s.transient.push(func() { s.exeFile.Close() })
-	return nil
+	return s.openInit() // initexe.go
 }
 
 func (s *starting) spawn() error {
@@ -433,11 +411,10 @@ func (s *starting) spawn() error {
 	}
 	cmd.SysProcAttr = s.sys
 	err = startPinned(cmd)
-	if err != nil && s.exeShared && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
-		// The kernel or a security module refuses to execute the memfd
-		// (the checks in initMemfd cannot see a module's policy): run
-		// dsh's own binary, now and for every later world.
-		noInitMemfd.Store(true)
+	if s.refusedInit(err) {
+		// Refused to execute (initexe.go): try the next source, now and
+		// for every later world.
+		initRefused[s.exeSrc].Store(true)
 		for _, f := range childCtl {
 			if f != nil {
 				f.Close()
@@ -446,8 +423,10 @@ func (s *starting) spawn() error {
 		if s.l.ctlW != nil {
 			s.l.ctlW.Close()
 		}
-		s.exeShared = false
-		if err := s.openOwnBinary(); err != nil {
+		if !s.exeShared {
+			s.exeFile.Close()
+		}
+		if err := s.openInit(); err != nil {
 			return err
 		}
 		return s.spawn()
