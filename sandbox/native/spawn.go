@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
@@ -87,9 +88,10 @@ type plan struct {
 	exe        string
 	base       string // the state directory of every world
 	cgParent   string
-	cfg        *nsinit.Config // Root and the egress fields are filled in by the steps
-	serve      bool           // serve pid1, else exec cfg.Exec
-	protected  []string       // Spec.Protected, prepared by the protect step
+	cfg        *nsinit.Config    // Root and the egress fields are filled in by the steps
+	serve      bool              // serve pid1, else exec cfg.Exec
+	protected  []string          // Spec.Protected, prepared by the protect step
+	filter     chan filterResult // the seccomp program, being assembled
 }
 
 // plan checks spec and decides everything of the world that needs
@@ -149,12 +151,23 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	// Only a root of the world's user namespace (a root caller's mapped
 	// range) may set its IPC sysctls; an unprivileged world gets no
 	// System V shared memory rather than an unbounded one.
+	// The seccomp program is assembled beside the next steps, and taken
+	// by the spawn.
+	noSysVShm := !p.mapped
 	if p.mapped {
 		p.cfg.IPC = bounds.IPC
-	} else {
-		p.cfg.NoSysVShm = true
 	}
+	p.filter = make(chan filterResult, 1)
+	go func() {
+		prog, err := filterProgram(noSysVShm)
+		p.filter <- filterResult{prog, err}
+	}()
 	return p, nil
+}
+
+type filterResult struct {
+	prog []unix.SockFilter
+	err  error
 }
 
 // starting is one start in progress: the launch being built and what
@@ -346,6 +359,16 @@ func (s *starting) openChannels() error {
 }
 
 func (s *starting) spawn() error {
+	if s.cfg.Seccomp == nil {
+		f := <-s.filter
+		if f.err != nil {
+			return f.err
+		}
+		s.cfg.Seccomp = nsinit.EncodeFilter(f.prog)
+	}
+	if s.cfg.Trace {
+		s.cfg.TraceSpawn = time.Now().UnixNano()
+	}
 	env, err := s.cfg.Encode()
 	if err != nil {
 		return err

@@ -93,6 +93,9 @@ type Config struct {
 	// Trace makes stage 1 print how long each setup step took to its
 	// stderr.
 	Trace bool
+	// TraceSpawn is when the driver began the spawn (Unix nanoseconds),
+	// for the trace's first step: the execve and the runtime's start.
+	TraceSpawn int64 `json:",omitempty"`
 	// RootView, when set, replaces the host's root with a minimal one
 	// (Spec.Root minimal, rootview.go).
 	RootView *RootView
@@ -102,11 +105,9 @@ type Config struct {
 	// IPC are sysctls of the world's IPC namespace (kernel.shm*), as
 	// sandbox.Bounds decided them; stage 1 sets them.
 	IPC map[string]string
-	// NoSysVShm refuses System V shared memory (shmget) instead, for a
-	// world whose user namespace has no root: only its root may set the
-	// namespace's sysctls, and unbounded segments would outlive their
-	// processes in the world's memory.
-	NoSysVShm bool
+	// Seccomp is the sandbox's seccomp program, assembled by the driver
+	// (EncodeFilter); stage 1 loads it before anything of the world runs.
+	Seccomp []byte
 	// Protected are the binds over the workspace's protected paths
 	// (sandbox.PrepareProtected), in order, made right after the
 	// workspace is mounted.

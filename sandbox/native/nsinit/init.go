@@ -97,10 +97,12 @@ func Main() int {
 // stage1 builds the sandbox and confines the locked thread, then
 // executes stage 2 (or the configured command) from it.
 func stage1() error {
+	t0 := time.Now()
 	cfg, err := decodeConfig(os.Getenv(ConfigEnv))
 	if err != nil {
 		return err
 	}
+	decoded := time.Since(t0)
 	unix.Close(FDExe)
 	if cfg.trees, err = awaitRelease(); err != nil {
 		return err
@@ -112,6 +114,10 @@ func stage1() error {
 		return execDropErr
 	}
 	tr := newTracer(cfg.Trace)
+	if cfg.TraceSpawn != 0 {
+		tr.note("exec, runtime", t0.Sub(time.Unix(0, cfg.TraceSpawn)))
+	}
+	tr.note("config", decoded)
 	if execDropEarly {
 		tr.note("drop(exec, entry)", execDropTime)
 	} else {
@@ -146,7 +152,7 @@ func stage1() error {
 		return fmt.Errorf("entering the workspace: %w", err)
 	}
 	tr.mark("net+rlimits")
-	prog, err := filterProgram(cfg.NoSysVShm)
+	prog, err := decodeFilter(cfg.Seccomp)
 	tr.mark("filter")
 	if err != nil {
 		return err
@@ -190,6 +196,11 @@ func stage1() error {
 		}
 		tr.mark("seccomp")
 		os.Clearenv()
+		// Every thread is confined alike now, and nothing more is done
+		// to one thread alone: the main goroutine may run on any, so
+		// that serving never waits for a hand-off to the thread it was
+		// locked to.
+		runtime.UnlockOSThread()
 		return serve(tr, cfg.ProxyPort, cfg.Egress, cfg.UnixSockets, cfg.Stdio)
 	}
 	if len(cfg.Exec) == 0 {

@@ -1,84 +1,40 @@
 package nsinit
 
 import (
+	"encoding/binary"
 	"fmt"
-	"runtime"
 	"unsafe"
 
-	"github.com/dsh-dev/dsh/sandbox"
-	seccomp "github.com/elastic/go-seccomp-bpf"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
-// namespaceFlags are the CLONE_NEW* bits: clone and unshare fail when any
-// is set, so no process in a sandbox creates a namespace.
-var namespaceFlags = []uint64{
-	unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET,
-	unix.CLONE_NEWIPC, unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWTIME,
+// EncodeFilter is a seccomp program as Config.Seccomp carries it: each
+// instruction in 8 bytes, as the kernel's struct sock_filter lays it out
+// (code, jt, jf, k), little-endian.
+func EncodeFilter(prog []unix.SockFilter) []byte {
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = binary.LittleEndian.AppendUint16(b, in.Code)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.LittleEndian.AppendUint32(b, in.K)
+	}
+	return b
 }
 
-// filterProgram returns the sandbox's seccomp program. go-seccomp-bpf
-// assembles the rules; in front of them goes an architecture check that
-// kills any syscall made through another ABI (i386 int 0x80 on amd64),
-// because the library's own check lets other architectures fall through
-// to the default action, which for a deny list is "allow".
-//
-// With noSysVShm, shmget is refused too: System V shared memory the
-// driver could not bound (see Config.NoSysVShm).
-func filterProgram(noSysVShm bool) ([]unix.SockFilter, error) {
-	var withFlags []seccomp.NameWithConditions
-	for _, name := range []string{"unshare", "clone"} {
-		for _, f := range namespaceFlags {
-			withFlags = append(withFlags, seccomp.NameWithConditions{
-				Name:       name,
-				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: f}},
-			})
-		}
-	}
-	denied := sandbox.DeniedSyscalls
-	if noSysVShm {
-		denied = append(append([]string(nil), denied...), "shmget")
-	}
-	policy := seccomp.Policy{
-		DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{
-			{Names: denied, Action: seccomp.ActionErrno},
-			{NamesWithCondtions: withFlags, Action: seccomp.ActionErrno},
-		},
-	}
-	insts, err := policy.Assemble()
-	if err != nil {
-		return nil, fmt.Errorf("assembling seccomp policy: %w", err)
-	}
-	arch, ok := auditArch[runtime.GOARCH]
-	if !ok {
-		return nil, unavailable("build the seccomp filter", fmt.Errorf("architecture %s is not supported", runtime.GOARCH), "the native driver supports amd64 and arm64; use --driver docker")
-	}
-	guard := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
-		// clone3 passes its flags in memory a filter cannot read. ENOSYS
-		// (not EPERM) makes libc and Go fall back to clone, which is checked.
-		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
-	}
-	raw, err := bpf.Assemble(append(guard, insts...))
-	if err != nil {
-		return nil, fmt.Errorf("assembling seccomp program: %w", err)
-	}
-	out := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	return out, nil
-}
+// maxFilterLen is the kernel's BPF_MAXINSNS.
+const maxFilterLen = 4096
 
-var auditArch = map[string]uint32{
-	"amd64": unix.AUDIT_ARCH_X86_64,
-	"arm64": unix.AUDIT_ARCH_AARCH64,
+// decodeFilter reads Config.Seccomp back.
+func decodeFilter(b []byte) ([]unix.SockFilter, error) {
+	if len(b) == 0 || len(b)%8 != 0 || len(b)/8 > maxFilterLen {
+		return nil, fmt.Errorf("native init: the seccomp program is %d bytes, not 1 to %d instructions of 8", len(b), maxFilterLen)
+	}
+	prog := make([]unix.SockFilter, len(b)/8)
+	for i := range prog {
+		in := b[8*i:]
+		prog[i] = unix.SockFilter{Code: binary.LittleEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.LittleEndian.Uint32(in[4:])}
+	}
+	return prog, nil
 }
 
 // loadFilter installs prog on the calling thread, or with allThreads on
