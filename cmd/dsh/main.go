@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/dsh-dev/dsh/sandbox/native"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
@@ -25,6 +26,12 @@ func main() {
 
 // run executes the command line and returns the process exit status.
 func run(args []string) int {
+	if isRunLine(args) {
+		// The init of dsh run's world spawns while the commands are
+		// built and the configuration loads (runRunCmd drops it if the
+		// world is not native's).
+		native.Prestart()
+	}
 	root := newRootCmd()
 	cliTrace.mark("command tree")
 	root.SetArgs(args)
@@ -50,4 +57,21 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "dsh:", ee.msg)
 	}
 	return ee.code
+}
+
+// isRunLine reports whether args are dsh run's, read before the command
+// tree exists. It is only a hint for starting work early: a line it
+// misreads costs one init spawned for nothing (it ends with dsh) or
+// loses the head start, nothing else.
+func isRunLine(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--config":
+			i++
+		case strings.HasPrefix(a, "--config="):
+		default:
+			return a == "run"
+		}
+	}
+	return false
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-dev/dsh/execworld"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native"
 )
 
 // Statuses dsh run exits with when the command itself did not decide.
@@ -195,6 +196,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	cliTrace.mark("command, audit")
 	w, err := openWorld(openCtx, plan, cmd.ErrOrStderr())
 	close(opened)
+	native.DropPrestart() // unless the world took it
 	cliTrace.mark("open")
 	if err != nil {
 		interrupted := openCtx.Err() != nil && ctx.Err() == nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
 	"golang.org/x/sys/unix"
 )
 
@@ -219,14 +220,18 @@ func closeFDs(fds []int) {
 	}
 }
 
-// release sends the init the byte that lets it proceed (it is in its
-// cgroup) with fds attached. Closing the socket instead aborts the init.
-func release(sync *os.File, fds []int) error {
+// release sends the init its configuration (nsinit.Config, encoded),
+// which lets it proceed, with fds attached. Closing the socket instead
+// aborts the init.
+func release(sync *os.File, cfg []byte, fds []int) error {
+	if len(cfg) == 0 || len(cfg) > nsinit.MaxConfig {
+		return fmt.Errorf("the init's configuration is %d bytes, over the %d an init reads (fewer masks or mounts would fit)", len(cfg), nsinit.MaxConfig)
+	}
 	var oob []byte
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
 	}
-	return unix.Sendmsg(int(sync.Fd()), []byte{1}, oob, nil, 0)
+	return unix.Sendmsg(int(sync.Fd()), cfg, oob, nil, 0)
 }
 
 // mapStateDir lets the world's mapped root reach the mount point of its

@@ -239,44 +239,36 @@ func fillSealed(fd int, b []byte) error {
 	return err
 }
 
-// openInit opens the best source of the init not refused yet: it sets
-// s.exeFile and s.exeSrc, and s.exeShared for the process's memfd (not
-// closed after the spawn).
-func (s *starting) openInit() error {
-	if s.d.opts.Executable == "" && embeddedInit != nil {
+// openInitSource opens the best source of the init not refused yet: the
+// embedded init (when embedded is allowed and dsh has one) from its file
+// in the state directory base or from the process's memfd, else dsh's
+// own binary exe. The memfd is the process's: its caller must not close
+// it.
+func openInitSource(embedded bool, base, exe string) (*os.File, initSource, error) {
+	if embedded && embeddedInit != nil {
 		if haveCachedInit() && !initRefused[initCached].Load() {
-			if f, err := openCachedInit(s.base); err == nil {
-				s.useInit(f, initCached, false)
-				return nil
+			if f, err := openCachedInit(base); err == nil {
+				return f, initCached, nil
 			}
 			// The file system holds no file of ours (full, read-only):
 			// the memfd serves, as it does where it cannot execute.
 		}
 		if !initRefused[initMemfd].Load() {
 			if f, err := sharedMemfd(); err == nil && f != nil {
-				s.useInit(f, initMemfd, true)
-				return nil
+				return f, initMemfd, nil
 			}
 		}
 	}
-	f, err := os.Open(s.exe)
+	f, err := os.Open(exe)
 	if err != nil {
-		return fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
+		return nil, initOwn, fmt.Errorf("native: opening dsh's own binary to run as the init: %w", err)
 	}
-	s.useInit(f, initOwn, false)
-	return nil
-}
-
-func (s *starting) useInit(f *os.File, src initSource, shared bool) {
-	s.exeFile, s.exeSrc, s.exeShared = f, src, shared
-	if !shared {
-		s.transient.push(func() { f.Close() })
-	}
+	return f, initOwn, nil
 }
 
 // refusedInit reports whether err is the kernel refusing to execute the
-// init's source (a noexec mount, a security module): the start then
+// init's source src (a noexec mount, a security module): the start then
 // tries the next source.
-func (s *starting) refusedInit(err error) bool {
-	return err != nil && s.exeSrc != initOwn && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM))
+func refusedInit(src initSource, err error) bool {
+	return err != nil && src != initOwn && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM))
 }

@@ -10,9 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
@@ -35,11 +33,13 @@ var setupCaps = []uintptr{
 
 // launch is one started init: everything the parent must undo.
 type launch struct {
-	cmd    *exec.Cmd
-	id     string
-	dir    string // state directory of the world
-	cg     worldCgroup
-	broker *net.UnixConn // dsh's end of the egress broker connection
+	// ip is the init and dsh's ends of what it inherited; cmd is its
+	// process until someone waited for it (then nil).
+	ip  *initProc
+	cmd *exec.Cmd
+	id  string
+	dir string // state directory of the world
+	cg  worldCgroup
 	// upper is the overlay workspace's upper tmpfs (a detached mount
 	// the init made), nil in the other modes.
 	upper *os.File
@@ -65,10 +65,21 @@ func (u *undo) run() {
 	*u = nil
 }
 
-// cleanup kills the init and removes the world's cgroup, broker
-// connection and state directory. Safe on a partly built launch, and
-// after parts were released by hand (a nil cmd or cg is skipped).
-func (l *launch) cleanup() { l.undo.run() }
+// cleanup kills the init (unless it was waited for: a nil cmd), then
+// removes what the steps made: the world's cgroup, placeholders and state
+// directory, which nothing uses once the init and its world are gone.
+// Safe on a partly built launch, and after parts were released by hand
+// (a nil cg is skipped).
+func (l *launch) cleanup() {
+	if l.ip != nil {
+		if l.cmd == nil && l.ip.wait() == nil {
+			l.ip.cmd = nil // waited for by its user
+		}
+		l.ip.kill()
+		l.ip, l.cmd = nil, nil
+	}
+	l.undo.run()
+}
 
 // stdio is where the init's own standard streams go in exec mode.
 type stdio struct {
@@ -181,16 +192,9 @@ type starting struct {
 	l         *launch
 	transient undo
 
-	brokerChild  *os.File // the init's end of the broker connection
-	stdioChild   *os.File // the init's end of the stdio socket
-	syncR, syncW *os.File
-	readyR       *os.File
-	readyW       *os.File
-	exeFile      *os.File
-	exeSrc       initSource
-	exeShared    bool // exeFile is the process's memfd of the init, not closed
-	sys          *syscall.SysProcAttr
-	trees        []int
+	// ip is the init being spawned (initproc.go).
+	ip    *initProc
+	trees []int
 	// making is the cgroup v1 being made in parallel with the spawn.
 	making chan cgroupResult
 	// placing is the result of placing the init in its cgroup v1 while
@@ -217,13 +221,12 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		name string
 		run  func() error
 	}{
+		{"spawn", s.spawn},                 // the init begins (or Prestart's is taken); cgroup v2 with limits: after makeCgroup
 		{"makeState", s.makeState},         // the world's directory and root mount point
 		{"makeCgroup", s.makeCgroup},       // the world's cgroup, if it has limits (v1: in parallel)
 		{"protect", s.protect},             // placeholders and binds of the protected paths
 		{"connectEgress", s.connectEgress}, // the broker connection dsh serves
-		{"openStdio", s.openStdio},         // the stdio socket (serve mode)
-		{"openChannels", s.openChannels},   // sync socket, ready pipe, the binary
-		{"spawn", s.spawn},                 // the init, in its namespaces (and cgroup v2)
+		{"spawned", s.awaitSpawn},          // the init runs, in its namespaces (and cgroup v2)
 		{"placeInCgroup", s.placeInCgroup}, // cgroup v1: begun, done before anything of the world runs
 		{"makeTrees", s.makeTrees},         // a root caller: the idmapped workspace and homes
 		{"release", s.release},             // the init may go on
@@ -259,38 +262,16 @@ func (s *starting) makeState() error {
 	return nil
 }
 
+// connectEgress serves the world's egress on the broker connection the
+// init inherited, or closes it: a world without egress has no way out.
 func (s *starting) connectEgress() error {
 	if s.egress == nil {
+		s.ip.broker.Close()
 		return nil
 	}
-	broker, child, err := brokerPair()
-	if err != nil {
-		return err
-	}
-	s.l.broker, s.brokerChild = broker, child
-	s.l.undo.push(func() { broker.Close() })
-	s.transient.push(func() { child.Close() })
-	go sandbox.ServeEgress(broker, s.egress)
+	go sandbox.ServeEgress(s.ip.broker, s.egress)
 	s.cfg.Egress = true
 	s.cfg.ProxyPort = proxyPort
-	return nil
-}
-
-// openStdio makes the stdio socket: the init passes the pipes of the
-// world's processes to dsh on it (pid1's direct stdio), so dsh reads and
-// writes them with no relay through the init.
-func (s *starting) openStdio() error {
-	if !s.serve {
-		return nil
-	}
-	ours, child, err := socketPair(syscall.SOCK_SEQPACKET, "stdio")
-	if err != nil {
-		return err
-	}
-	s.l.stdio, s.stdioChild = ours, child
-	s.l.undo.push(func() { ours.Close() })
-	s.transient.push(func() { child.Close() })
-	s.cfg.Stdio = true
 	return nil
 }
 
@@ -343,138 +324,56 @@ func (s *starting) cgroupMade() error {
 	return r.err
 }
 
-func (s *starting) openChannels() error {
-	// The sync channel is a socket: the release byte may carry mounts.
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("native: sync socket: %w", err)
+// spawnFor is what this world's init is spawned for.
+func (s *starting) spawnFor() spawnFor {
+	f := spawnFor{serve: s.serve, mapped: s.mapped, ids: s.ids, exe: s.exe, base: s.base,
+		embedded: s.d.opts.Executable == "", stderr: s.d.opts.Stderr, cgroupFD: -1}
+	if s.io3 != nil && !s.serve {
+		f.io3 = s.io3
 	}
-	s.syncR, s.syncW = os.NewFile(uintptr(pair[1]), "sync"), os.NewFile(uintptr(pair[0]), "sync")
-	s.transient.push(func() { s.syncR.Close(); s.syncW.Close() })
-	if s.readyR, s.readyW, err = os.Pipe(); err != nil {
-		return err
+	if f.serve && f.stderr == nil && s.cfg.Trace {
+		f.stderr = os.Stderr // the init's step timings
 	}
-	s.transient.push(func() { s.readyR.Close(); s.readyW.Close() })
-	return s.openInit() // initexe.go
+	return f
 }
 
+// spawn begins the init's spawn, which runs while the next steps make the
+// world's state (awaitSpawn joins it), or takes the init Prestart began
+// for the same. On cgroup v2 a world with limits is spawned by
+// awaitSpawn instead: its init is born in the cgroup, made meanwhile.
 func (s *starting) spawn() error {
-	if s.cfg.Seccomp == nil {
-		f := <-s.filter
-		if f.err != nil {
-			return f.err
-		}
-		s.cfg.Seccomp = nsinit.EncodeFilter(f.prog)
+	f := s.spawnFor()
+	if s.wantLimits && unified() {
+		return nil
 	}
-	if s.cfg.Trace {
-		s.cfg.TraceSpawn = time.Now().UnixNano()
+	if s.ip = takePrestart(f); s.ip != nil {
+		s.l.ip = s.ip
+		return nil
 	}
-	env, err := s.cfg.Encode()
+	return s.beginSpawn(f)
+}
+
+func (s *starting) beginSpawn(f spawnFor) error {
+	ip, err := newInitProc(f)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(s.exe, nsinit.Arg)
-	cmd.Path = "/proc/self/fd/" + strconv.Itoa(nsinit.FDExe)
-	cmd.Args[0] = "dsh-init"
-	// One P: the init only relays I/O, and every thread it has costs a
-	// round in the all-threads credential drop.
-	cmd.Env = []string{nsinit.ConfigEnv + "=" + env, "GOMAXPROCS=1"}
-	cmd.ExtraFiles = []*os.File{s.syncR, s.readyW, s.exeFile} // FDSync, FDReady, FDExe
-	if s.brokerChild != nil || s.stdioChild != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, s.brokerChild) // FDBroker (closed if nil)
-	}
-	if s.stdioChild != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, s.stdioChild) // FDStdio
-	}
-	var childCtl [2]*os.File
-	if s.serve {
-		var inR, outW *os.File
-		if inR, s.l.ctlW, err = os.Pipe(); err != nil {
+	s.ip, s.l.ip = ip, ip
+	ip.begin()
+	return nil
+}
+
+// awaitSpawn waits for the init to run and hands the launch its
+// process and ends.
+func (s *starting) awaitSpawn() error {
+	if s.ip == nil { // cgroup v2 with limits: spawned now, in its cgroup
+		f := s.spawnFor()
+		f.cgroupFD = s.l.cg.dirFD()
+		if err := s.beginSpawn(f); err != nil {
 			return err
 		}
-		if s.l.ctlR, outW, err = os.Pipe(); err != nil {
-			inR.Close()
-			s.l.ctlW.Close()
-			return err
-		}
-		ctlR := s.l.ctlR
-		s.l.undo.push(func() { ctlR.Close() })
-		childCtl = [2]*os.File{inR, outW}
-		cmd.Stdin, cmd.Stdout = inR, outW
-		cmd.Stderr = s.d.opts.Stderr
-		if cmd.Stderr == nil && s.cfg.Trace {
-			cmd.Stderr = os.Stderr // the init's step timings
-		}
-	} else if s.io3 != nil {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = s.io3.in, s.io3.out, s.io3.err
 	}
-	s.sys = &syscall.SysProcAttr{
-		Cloneflags:  cloneFlags,
-		AmbientCaps: setupCaps,
-		// A session of its own, with no controlling terminal: nothing in
-		// the world shares the user's terminal (its /dev/tty, TIOCSTI,
-		// settings) or its process group (^C reaches dsh alone, which
-		// forwards it to the command).
-		Setsid: true,
-	}
-	if s.mapped {
-		s.sys.UidMappings, s.sys.GidMappings = s.ids.mappings()
-		s.sys.GidMappingsEnableSetgroups = true
-		// Writing the maps does not change the child's own ids: it would
-		// keep host uid 0. Become the world's root, host id ids.uid.
-		s.sys.Credential = &syscall.Credential{Uid: 0, Gid: 0}
-	} else {
-		s.sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		s.sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
-	}
-	if s.l.cg != nil && s.l.cg.dirFD() >= 0 {
-		// cgroup v2: born in its cgroup (clone3 CLONE_INTO_CGROUP), so
-		// its cgroup namespace is rooted at the world's own group.
-		s.sys.UseCgroupFD, s.sys.CgroupFD = true, s.l.cg.dirFD()
-	}
-	cmd.SysProcAttr = s.sys
-	err = startPinned(cmd)
-	if s.refusedInit(err) {
-		// Refused to execute (initexe.go): try the next source, now and
-		// for every later world.
-		initRefused[s.exeSrc].Store(true)
-		for _, f := range childCtl {
-			if f != nil {
-				f.Close()
-			}
-		}
-		if s.l.ctlW != nil {
-			s.l.ctlW.Close()
-		}
-		if !s.exeShared {
-			s.exeFile.Close()
-		}
-		if err := s.openInit(); err != nil {
-			return err
-		}
-		return s.spawn()
-	}
-	for _, f := range childCtl {
-		if f != nil {
-			f.Close()
-		}
-	}
-	if err == nil {
-		s.l.cmd = cmd
-	}
-	// Closing the control connection first ends pid1's session; the
-	// init is killed through the field, which whoever waited for it
-	// clears.
-	s.l.undo.push(func() {
-		if s.l.ctlW != nil {
-			s.l.ctlW.Close()
-		}
-		if s.l.cmd != nil && s.l.cmd.Process != nil {
-			_ = s.l.cmd.Process.Kill()
-			_ = s.l.cmd.Wait()
-		}
-	})
-	if err != nil {
+	if err := s.ip.wait(); err != nil {
 		if s.mapped {
 			if rerr := s.ids.usable(); rerr != nil {
 				return rerr
@@ -482,11 +381,9 @@ func (s *starting) spawn() error {
 		}
 		return usernsError(err)
 	}
-	// The init holds its ends now.
-	s.syncR.Close()
-	s.readyW.Close()
-	if !s.exeShared {
-		s.exeFile.Close()
+	s.l.cmd, s.l.ctlR, s.l.ctlW, s.l.stdio = s.ip.cmd, s.ip.ctlR, s.ip.ctlW, s.ip.stdio
+	if s.serve {
+		s.cfg.Stdio = true
 	}
 	return nil
 }
@@ -508,7 +405,7 @@ func (s *starting) placeInCgroup() error {
 	if err := s.cgroupMade(); err != nil {
 		return err
 	}
-	if s.l.cg == nil || s.sys.UseCgroupFD {
+	if s.l.cg == nil || s.ip.cgroupFD >= 0 {
 		return nil
 	}
 	if !s.serve {
@@ -561,25 +458,34 @@ func (s *starting) makeTrees() error {
 }
 
 func (s *starting) release() error {
-	// The init waits for this byte. Nothing of the world runs before it
-	// is limited: in exec mode the init was placed in its cgroup first,
-	// a serving init runs nothing until dsh asks (after awaitPlaced).
-	if err := release(s.syncW, s.trees); err != nil {
+	// The init waits for its configuration. Nothing of the world runs
+	// before it is limited: in exec mode the init was placed in its
+	// cgroup first, a serving init runs nothing until dsh asks (after
+	// awaitPlaced).
+	f := <-s.filter
+	if f.err != nil {
+		return f.err
+	}
+	s.cfg.Seccomp = nsinit.EncodeFilter(f.prog)
+	if s.cfg.Trace {
+		s.cfg.TraceSpawn = s.ip.began.UnixNano()
+	}
+	if err := s.ip.release(s.cfg, s.trees); err != nil {
 		return fmt.Errorf("native: releasing the init: %w", err)
 	}
 	return nil
 }
 
-func (s *starting) awaitReady() error { return waitReady(s.ctx, s.readyR, s.serve) }
+func (s *starting) awaitReady() error { return waitReady(s.ctx, s.ip.readyR, s.serve) }
 
 // receiveUpper takes the overlay's upper tmpfs the init sent before it
 // reported readiness (nsinit.UpperMsg), and closes the sync channel.
 func (s *starting) receiveUpper() error {
-	defer s.syncW.Close()
+	defer s.ip.syncW.Close()
 	if s.cfg.WorkspaceMode != string(sandbox.WorkspaceOverlay) {
 		return nil
 	}
-	f, err := recvUpper(s.syncW)
+	f, err := recvUpper(s.ip.syncW)
 	if err != nil {
 		return err
 	}

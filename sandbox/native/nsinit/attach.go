@@ -11,35 +11,40 @@ import (
 
 // A root dsh passes the init detached mounts (open_tree) of the workspace,
 // idmapped through the world's user namespace, and of each allowed home
-// location, with the byte that releases it; the init attaches them in its
-// own mount namespace. An unprivileged caller's init binds the paths.
+// location, with the configuration that releases it; the init attaches
+// them in its own mount namespace. An unprivileged caller's init binds
+// the paths.
 
-// maxTrees bounds the descriptors the init accepts with the sync byte.
+// maxTrees bounds the descriptors the init accepts with its release.
 const maxTrees = 64
 
-// awaitRelease is the init's side of release: it blocks until the byte
-// arrives and returns the descriptors that came with it.
-func awaitRelease() ([]int, error) {
-	var b [1]byte
+// awaitRelease is the init's side of release: it blocks until its
+// configuration arrives and returns it with the descriptors that came
+// with it.
+func awaitRelease() ([]byte, []int, error) {
+	buf := make([]byte, MaxConfig)
 	oob := make([]byte, unix.CmsgSpace(4*maxTrees))
-	n, oobn, _, _, err := unix.Recvmsg(FDSync, b[:], oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || n != 1 {
-		return nil, errors.New("native init: dsh went away before it released the sandbox's init")
+	n, oobn, flags, _, err := unix.Recvmsg(FDSync, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		return nil, nil, errors.New("native init: dsh went away before it released the sandbox's init")
+	}
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+		return nil, nil, fmt.Errorf("native init: the release was cut short (over %d bytes, or %d descriptors)", MaxConfig, maxTrees)
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil {
-		return nil, fmt.Errorf("native init: reading the mounts dsh passed: %w", err)
+		return nil, nil, fmt.Errorf("native init: reading the mounts dsh passed: %w", err)
 	}
 	var fds []int
 	for _, m := range msgs {
 		f, err := unix.ParseUnixRights(&m)
 		if err != nil {
-			return nil, fmt.Errorf("native init: reading the mounts dsh passed: %w", err)
+			return nil, nil, fmt.Errorf("native init: reading the mounts dsh passed: %w", err)
 		}
 		fds = append(fds, f...)
 	}
 	// FDSync stays open: sendUpper closes it.
-	return fds, nil
+	return buf[:n], fds, nil
 }
 
 // attachTree puts the detached mount fd at target (in the init's own

@@ -33,9 +33,10 @@ const (
 	FDStdio = 7
 )
 
-// ConfigEnv carries the Config (JSON) from the driver to stage 1. Stage
-// 1 clears the environment before it executes anything.
-const ConfigEnv = "DSH_NATIVE_INIT"
+// MaxConfig bounds a Config as the driver sends it (JSON, the release on
+// the sync socket): what one environment string could carry when the
+// Config came that way, far above what a world's masks and mounts need.
+const MaxConfig = 128 << 10
 
 // InitThreads is how many OS threads the init creates up front. Go starts
 // a thread whenever a goroutine blocks in a syscall and no idle one is
@@ -114,22 +115,19 @@ type Config struct {
 	Protected []sandbox.ProtectedMount
 }
 
-// Encode returns c as the value of ConfigEnv.
-func (c *Config) Encode() (string, error) {
+// Encode returns c as the driver sends it.
+func (c *Config) Encode() ([]byte, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
-		return "", fmt.Errorf("encoding init config: %w", err)
+		return nil, fmt.Errorf("encoding init config: %w", err)
 	}
-	return string(b), nil
+	return b, nil
 }
 
-func decodeConfig(s string) (*Config, error) {
-	if s == "" {
-		return nil, fmt.Errorf("native init: %s is not set (this entry point is internal to dsh)", ConfigEnv)
-	}
+func decodeConfig(b []byte) (*Config, error) {
 	var c Config
-	if err := json.Unmarshal([]byte(s), &c); err != nil {
-		return nil, fmt.Errorf("native init: decoding %s: %w", ConfigEnv, err)
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("native init: decoding the configuration dsh sent: %w", err)
 	}
 	return &c, nil
 }

@@ -98,14 +98,20 @@ func Main() int {
 // executes stage 2 (or the configured command) from it.
 func stage1() error {
 	t0 := time.Now()
-	cfg, err := decodeConfig(os.Getenv(ConfigEnv))
+	unix.Close(FDExe)
+	msg, trees, err := awaitRelease()
 	if err != nil {
 		return err
 	}
-	decoded := time.Since(t0)
-	unix.Close(FDExe)
-	if cfg.trees, err = awaitRelease(); err != nil {
+	released := time.Now()
+	cfg, err := decodeConfig(msg)
+	if err != nil {
 		return err
+	}
+	decoded := time.Since(released)
+	cfg.trees = trees
+	if !cfg.Egress {
+		unix.Close(FDBroker) // no way out
 	}
 	if cfg.Trees && len(cfg.trees) != cfg.wantTrees() {
 		return fmt.Errorf("native init: dsh sent %d mounts, want %d", len(cfg.trees), cfg.wantTrees())
@@ -117,13 +123,13 @@ func stage1() error {
 	if cfg.TraceSpawn != 0 {
 		tr.note("exec, runtime", t0.Sub(time.Unix(0, cfg.TraceSpawn)))
 	}
+	tr.note("release", released.Sub(t0))
 	tr.note("config", decoded)
 	if execDropEarly {
 		tr.note("drop(exec, entry)", execDropTime)
 	} else {
 		tr.note("drop(exec, init)", execDropTime)
 	}
-	tr.mark("sync")
 	if err := setIPC(cfg.IPC); err != nil {
 		return err
 	}

@@ -1,0 +1,356 @@
+package native
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
+)
+
+// initProc is an init being spawned: the process in its namespaces and
+// dsh's ends of everything it inherits. It needs nothing of the world's
+// plan but who the init runs as (spawnFor): the world's configuration
+// reaches it later, with its release (nsinit.Config on the sync
+// socket). So it is spawned while the host side still makes the world's
+// state, placeholders and egress, and can be spawned before the world is
+// even asked for (Prestart).
+type initProc struct {
+	spawnFor
+	cmd           *exec.Cmd
+	syncW, readyR *os.File      // the sync socket and the ready pipe
+	ctlR, ctlW    *os.File      // the pid1 session (serve mode)
+	stdio         *net.UnixConn // the stdio socket (serve mode)
+	broker        *net.UnixConn // the egress broker connection
+	exeFile       *os.File
+	exeSrc        initSource
+	began         time.Time
+	done          chan error // the spawn's result, once
+	err           error
+	// child are the init's ends, closed once it holds them.
+	child []*os.File
+}
+
+// spawnFor is what an init is spawned for; two that are equal are
+// interchangeable.
+type spawnFor struct {
+	serve  bool
+	mapped bool // a root caller: the init runs as the host range's root
+	ids    idRange
+	exe    string // dsh's own binary, the last source of the init
+	base   string // the state directory, which holds the init's file
+	// embedded allows the embedded init (no Options.Executable).
+	embedded bool
+	stderr   io.Writer
+	cgroupFD int    // cgroup v2: the init is born in it; -1 if not
+	io3      *stdio // exec mode: the init's standard streams
+}
+
+// newInitProc makes the channels and the command of an init for f.
+func newInitProc(f spawnFor) (*initProc, error) {
+	ip := &initProc{spawnFor: f}
+	ok := false
+	defer func() {
+		if !ok {
+			ip.closeAll()
+		}
+	}()
+	// The sync channel is a socket: the release carries the
+	// configuration and mounts.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, errors.New("native: sync socket: " + err.Error())
+	}
+	ip.syncW = os.NewFile(uintptr(pair[0]), "sync")
+	syncR := os.NewFile(uintptr(pair[1]), "sync")
+	ip.child = append(ip.child, syncR)
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ip.readyR = readyR
+	ip.child = append(ip.child, readyW)
+	if err := ip.openInit(); err != nil {
+		return nil, err
+	}
+	// The broker connection always exists: a world without egress
+	// closes it (nsinit), one with egress is served on it.
+	broker, brokerChild, err := brokerPair()
+	if err != nil {
+		return nil, err
+	}
+	ip.broker = broker
+	ip.child = append(ip.child, brokerChild)
+	if f.serve {
+		stdio, stdioChild, err := socketPair(syscall.SOCK_SEQPACKET, "stdio")
+		if err != nil {
+			return nil, err
+		}
+		ip.stdio = stdio
+		ip.child = append(ip.child, stdioChild) // FDStdio
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		ip.ctlW = inW
+		ip.child = append(ip.child, inR)
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		ip.ctlR = outR
+		ip.child = append(ip.child, outW)
+	}
+	ok = true
+	return ip, nil
+}
+
+// newCmd is the init's command, for one attempt to start it.
+func (ip *initProc) newCmd() *exec.Cmd {
+	c := ip.child // sync, ready, broker[, stdio, ctl in, ctl out]
+	cmd := exec.Command(ip.exe, nsinit.Arg)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(nsinit.FDExe)
+	cmd.Args[0] = "dsh-init"
+	// One P: the init only relays I/O, and every thread it has costs a
+	// round in the all-threads credential drop.
+	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.ExtraFiles = []*os.File{c[0], c[1], ip.exeFile, c[2]} // FDSync, FDReady, FDExe, FDBroker
+	if ip.serve {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, c[3]) // FDStdio
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = c[4], c[5], ip.stderr
+	} else if ip.io3 != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = ip.io3.in, ip.io3.out, ip.io3.err
+	}
+	sys := &syscall.SysProcAttr{
+		Cloneflags:  cloneFlags,
+		AmbientCaps: setupCaps,
+		// A session of its own, with no controlling terminal: nothing in
+		// the world shares the user's terminal (its /dev/tty, TIOCSTI,
+		// settings) or its process group (^C reaches dsh alone, which
+		// forwards it to the command).
+		Setsid: true,
+	}
+	if ip.mapped {
+		sys.UidMappings, sys.GidMappings = ip.ids.mappings()
+		sys.GidMappingsEnableSetgroups = true
+		// Writing the maps does not change the child's own ids: it would
+		// keep host uid 0. Become the world's root, host id ids.uid.
+		sys.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+	} else {
+		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	}
+	if ip.cgroupFD >= 0 {
+		// cgroup v2: born in its cgroup (clone3 CLONE_INTO_CGROUP), so
+		// its cgroup namespace is rooted at the world's own group.
+		sys.UseCgroupFD, sys.CgroupFD = true, ip.cgroupFD
+	}
+	cmd.SysProcAttr = sys
+	return cmd
+}
+
+// openInit opens the best source of the init not refused yet
+// (initexe.go).
+func (ip *initProc) openInit() error {
+	f, src, err := openInitSource(ip.embedded, ip.base, ip.exe)
+	if err != nil {
+		return err
+	}
+	ip.exeFile, ip.exeSrc = f, src
+	return nil
+}
+
+// begin starts the spawn on the spawner thread and returns at once; wait
+// gives its result.
+func (ip *initProc) begin() {
+	ip.done = make(chan error, 1)
+	ip.began = time.Now()
+	go func() { ip.done <- ip.run() }()
+}
+
+func (ip *initProc) run() error {
+	for {
+		cmd := ip.newCmd()
+		err := startPinned(cmd)
+		if err == nil {
+			ip.cmd = cmd
+			ip.closeChild()
+			return nil
+		}
+		if !refusedInit(ip.exeSrc, err) {
+			return err
+		}
+		// Refused to execute (initexe.go): the next source, now and
+		// for every later world.
+		initRefused[ip.exeSrc].Store(true)
+		ip.closeExe()
+		if err := ip.openInit(); err != nil {
+			return err
+		}
+	}
+}
+
+// wait returns the spawn's result; the init runs once it is nil.
+func (ip *initProc) wait() error {
+	if ip.done != nil {
+		ip.err = <-ip.done
+		ip.done = nil
+	}
+	return ip.err
+}
+
+// release sends the world's configuration and mounts: the init sets the
+// world up with them.
+func (ip *initProc) release(cfg *nsinit.Config, trees []int) error {
+	b, err := cfg.Encode()
+	if err != nil {
+		return err
+	}
+	return release(ip.syncW, b, trees)
+}
+
+// kill ends the init, if it was spawned, and waits for it; then closes
+// dsh's ends.
+func (ip *initProc) kill() {
+	if ip.wait() == nil && ip.cmd != nil {
+		if ip.ctlW != nil {
+			ip.ctlW.Close() // ends pid1's session first
+		}
+		_ = ip.cmd.Process.Kill()
+		_ = ip.cmd.Wait()
+	}
+	ip.closeAll()
+}
+
+func (ip *initProc) closeChild() {
+	for _, f := range ip.child {
+		f.Close()
+	}
+	ip.child = nil
+	ip.closeExe()
+}
+
+func (ip *initProc) closeExe() {
+	if ip.exeFile != nil && ip.exeSrc != initMemfd { // the process's memfd is kept
+		ip.exeFile.Close()
+	}
+	ip.exeFile = nil
+}
+
+func (ip *initProc) closeAll() {
+	ip.closeChild()
+	for _, c := range []io.Closer{ip.syncW, ip.readyR, ip.ctlR, ip.ctlW, ip.stdio, ip.broker} {
+		if c != nil && !isNilCloser(c) {
+			c.Close()
+		}
+	}
+}
+
+// isNilCloser tells a typed nil in an io.Closer (an *os.File or
+// *net.UnixConn field never set).
+func isNilCloser(c io.Closer) bool {
+	switch v := c.(type) {
+	case *os.File:
+		return v == nil
+	case *net.UnixConn:
+		return v == nil
+	}
+	return false
+}
+
+// The init Prestart began, for the first world this process opens with
+// a default Driver.
+var prestart struct {
+	mu sync.Mutex
+	ip *initProc
+}
+
+// Prestart begins spawning the init of the next world this process
+// opens, before the world is asked for: a command that will open one
+// (dsh run) calls it first thing, so that the init's clone, execve and
+// runtime start overlap loading the configuration and planning. Open
+// takes it when it was spawned for what the world needs (a serving init
+// of a Driver with default Options, cgroup v1 or no limits); otherwise,
+// or if no world is opened, it is killed (DropPrestart) or ends with dsh
+// (it waits for its release on a socket whose other end dies with dsh,
+// and has dsh's death as its parent-death signal). It never runs
+// anything before a world's release; nothing of a world is made for it.
+// Calling it more than once does nothing.
+func Prestart() {
+	prestart.mu.Lock()
+	defer prestart.mu.Unlock()
+	if prestart.ip != nil || unified() {
+		// cgroup v2: the init is born in the world's cgroup, which needs
+		// the world's plan.
+		return
+	}
+	f, err := defaultSpawn()
+	if err != nil {
+		return // the world's Open reports it, with its plan
+	}
+	ip, err := newInitProc(f)
+	if err != nil {
+		return
+	}
+	ip.begin()
+	prestart.ip = ip
+}
+
+// DropPrestart kills the init Prestart began, if no world took it (a
+// command that opened another driver's world).
+func DropPrestart() {
+	prestart.mu.Lock()
+	ip := prestart.ip
+	prestart.ip = nil
+	prestart.mu.Unlock()
+	if ip != nil {
+		ip.kill()
+	}
+}
+
+// takePrestart returns the init Prestart began if it was spawned for f,
+// else nil (and kills it: nothing else would take it).
+func takePrestart(f spawnFor) *initProc {
+	prestart.mu.Lock()
+	ip := prestart.ip
+	prestart.ip = nil
+	prestart.mu.Unlock()
+	if ip == nil {
+		return nil
+	}
+	if ip.spawnFor != f {
+		ip.kill()
+		return nil
+	}
+	return ip
+}
+
+// defaultSpawn is what a Driver with default Options spawns a serving
+// init for.
+func defaultSpawn() (spawnFor, error) {
+	f := spawnFor{serve: true, mapped: os.Geteuid() == 0, embedded: true, cgroupFD: -1}
+	var err error
+	if f.mapped {
+		if f.ids, err = worldIDRange(0); err != nil {
+			return f, err
+		}
+	}
+	if f.exe, err = os.Executable(); err != nil {
+		return f, err
+	}
+	if f.base, err = stateBase(""); err != nil {
+		return f, err
+	}
+	if os.Getenv("DSH_NATIVE_TRACE") == "1" {
+		f.stderr = os.Stderr // the init's step timings
+	}
+	return f, nil
+}

@@ -1,0 +1,100 @@
+package native
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// prestarted begins a Prestart and returns its init's pid once it runs.
+func prestarted(t *testing.T) int {
+	t.Helper()
+	t.Cleanup(DropPrestart)
+	Prestart()
+	prestart.mu.Lock()
+	ip := prestart.ip
+	prestart.mu.Unlock()
+	if ip == nil {
+		t.Fatal("Prestart began no init")
+	}
+	if err := ip.wait(); err != nil {
+		t.Fatalf("the prestarted init did not start: %v", err)
+	}
+	return ip.cmd.Process.Pid
+}
+
+// gone reports whether pid no longer exists (it was waited for).
+func gone(pid int) bool { return unix.Kill(pid, 0) == unix.ESRCH }
+
+// TestPrestartIsTaken: a world of a Driver with default Options runs on
+// the init Prestart began, which waited for it with nothing of the world.
+func TestPrestartIsTaken(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("cgroup v2: a world's init is born in its cgroup, so none is prestarted")
+	}
+	helperInit(t)
+	pid := prestarted(t)
+	spec := sandbox.DefaultSpec(t.TempDir())
+	in, err := New(nil).Open(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if got := in.(*instance).l.cmd.Process.Pid; got != pid {
+		t.Errorf("the world's init is %d, not the prestarted %d", got, pid)
+	}
+	if out, errOut, st := run(t, in, spec.Env, "sh", "-c", "echo ok"); st.Code != 0 || out != "ok\n" {
+		t.Fatalf("run: %v %q %q", st, out, errOut)
+	}
+}
+
+// TestPrestartForAnotherWorld: an init prestarted for a default Driver
+// never serves a world it was not spawned for — here one whose ids
+// come from another host range — and is killed instead; as is one no
+// world takes (DropPrestart).
+func TestPrestartForAnotherWorld(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	testenv.RequireRoot(t) // a root dsh maps its worlds to a host range
+	if unified() {
+		t.Skip("cgroup v2: a world's init is born in its cgroup, so none is prestarted")
+	}
+	helperInit(t)
+	pid := prestarted(t)
+	const base = 500000
+	spec := sandbox.DefaultSpec(t.TempDir())
+	in, err := New(&Options{IDBase: base, StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	initPid := in.(*instance).l.cmd.Process.Pid
+	if initPid == pid {
+		t.Fatal("the world took an init prestarted for another id range")
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(initPid) + "/uid_map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(string(b)); len(f) < 2 || f[1] != strconv.Itoa(base) {
+		t.Errorf("the world's uid map is %q, want its range at %d", b, base)
+	}
+	if !gone(pid) {
+		t.Error("the prestarted init no world took is still there")
+	}
+
+	pid = prestarted(t)
+	DropPrestart()
+	if !gone(pid) {
+		t.Error("DropPrestart left the prestarted init")
+	}
+}
