@@ -408,18 +408,21 @@ func (s *starting) placeInCgroup() error {
 	if s.l.cg == nil || s.ip.cgroupFD >= 0 {
 		return nil
 	}
+	// Taken now: a failed start's cleanup kills the init (and clears
+	// the launch's fields) while the placement may still run.
+	cg, pid := s.l.cg, s.l.cmd.Process.Pid
 	if !s.serve {
-		return s.addToCgroup()
+		return addToCgroup(cg, pid)
 	}
 	s.placing = make(chan error, 1)
-	go func() { s.placing <- s.addToCgroup() }()
+	go func() { s.placing <- addToCgroup(cg, pid) }()
 	// Whatever fails later, the write ends before the cgroup is destroyed.
 	s.l.undo.push(func() { _ = s.awaitPlaced() })
 	return nil
 }
 
-func (s *starting) addToCgroup() error {
-	if err := s.l.cg.add(s.l.cmd.Process.Pid); err != nil {
+func addToCgroup(cg worldCgroup, pid int) error {
+	if err := cg.add(pid); err != nil {
 		return &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
 	}
 	return nil
