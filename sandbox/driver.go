@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"sync"
 )
 
 // Names of the drivers, as users select them (--driver, sandbox.driver).
@@ -112,6 +113,34 @@ func CheckWorldID(id string) error {
 // names. execworld mints every world's ID with it; a driver opened
 // without one (OpenOptions.ID empty) mints its own the same way.
 func NewWorldID() string {
+	reserved.mu.Lock()
+	id := reserved.id
+	reserved.id = ""
+	reserved.mu.Unlock()
+	if id != "" {
+		return id
+	}
+	return mintWorldID()
+}
+
+// ReserveWorldID mints the ID the next NewWorldID call of this process
+// returns: a driver that prepares a world before it is asked for
+// (native.Prestart) names what it prepares after the world it will most
+// likely be. A later reservation replaces an unused one.
+func ReserveWorldID() string {
+	id := mintWorldID()
+	reserved.mu.Lock()
+	reserved.id = id
+	reserved.mu.Unlock()
+	return id
+}
+
+var reserved struct {
+	mu sync.Mutex
+	id string
+}
+
+func mintWorldID() string {
 	var b [5]byte
 	rand.Read(b[:]) // never fails on Linux
 	return hex.EncodeToString(b[:])

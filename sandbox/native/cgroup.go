@@ -206,6 +206,22 @@ func (g *cgroupV1) add(pid int) error {
 	return g.c.AddProc(uint64(pid))
 }
 
+// limit gives the group the limits r.
+func (g *cgroupV1) limit(r *specs.LinuxResources) error { return g.c.Update(r) }
+
+// join moves pid into the group by writing its cgroup.procs in every
+// hierarchy itself: the library's AddProc holds the group's lock for the
+// whole move (an RCU grace period of the kernel per write), which would
+// keep limit waiting.
+func (g *cgroupV1) join(pid int) error {
+	for _, d := range g.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (g *cgroupV1) dirFD() int { return -1 }
 
 func (g *cgroupV1) setPids(n int64) error {

@@ -8,13 +8,17 @@
 // id mapping, and starts the init as ordered steps on a cleanup stack
 // (spawn.go), undone in reverse when a step fails. The init itself, the
 // code that runs inside the namespaces, is package nsinit; the two speak
-// only through nsinit.Config (JSON in an environment variable) and
-// nsinit.Failure (JSON on the ready pipe, turned back into this package's
-// errors, ErrUnavailable with the step and fix). The init runs in two
-// stages:
+// only through nsinit.Config (JSON, sent with the init's release on the
+// sync socket) and nsinit.Failure (JSON on the ready pipe, turned back
+// into this package's errors, ErrUnavailable with the step and fix). The
+// init is spawned first, needing nothing of the world but who it runs as
+// (initproc.go), while the host side makes the world's state; dsh run
+// spawns it before its configuration loads (Prestart). The init runs in
+// two stages:
 //
 //  1. Setup (privileged inside the user namespace only): wait until the
-//     parent releases it (in exec mode once it is in the world's cgroup;
+//     parent releases it with its Config (in exec mode once it is in the
+//     world's cgroup;
 //     a serving init is placed in it while it sets up, and the driver
 //     waits for that before the world's first process); bind the host root
 //     read-only (recursively, nosuid, nodev); put empty read-only tmpfs or
@@ -23,7 +27,8 @@
 //     the kernel's sensitive files masked) and a minimal /dev; pivot_root;
 //     bring loopback up; set hostname and rlimits; switch user; drop every
 //     capability (bounding, ambient, inheritable, effective, permitted);
-//     lock the securebits; set no_new_privs; install the seccomp filter.
+//     lock the securebits; set no_new_privs; install the seccomp filter
+//     (assembled by this package, seccomp.go).
 //     Credentials are per thread. In dsh (built without cgo) every thread
 //     is confined at once (syscall.AllThreadsSyscall, seccomp TSYNC) and
 //     the same process goes on to stage 2. Where cgo is linked (some test

@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // initProc is an init being spawned: the process in its namespaces and
@@ -33,10 +35,62 @@ type initProc struct {
 	exeFile       *os.File
 	exeSrc        initSource
 	began         time.Time
-	done          chan error // the spawn's result, once
+	done          chan struct{} // closed once the spawn is done; err is its result
 	err           error
 	// child are the init's ends, closed once it holds them.
 	child []*os.File
+	// pre is a prestarted init's cgroup (v1), nil once a world took it.
+	pre *preCgroup
+}
+
+// preCgroup is the cgroup v1 Prestart makes and places its init in while
+// dsh loads its configuration: the placement waits for an RCU grace
+// period of the kernel (cgroup_threadgroup_rwsem), 5-15 ms on a small VM,
+// longer than the rest of a world's start. It is named after the world
+// ID Prestart reserves (sandbox.ReserveWorldID), which the next world
+// minted takes; that world adopts the group, given its limits before the
+// init is released, so nothing of the world runs outside them. Named like
+// a world's, with this process as owner, it is reaped if dsh dies.
+type preCgroup struct {
+	id     string
+	made   chan struct{} // closed once cg exists, or err says why not
+	cg     *cgroupV1
+	err    error
+	placed chan error // the placement's result
+}
+
+// beginCgroup begins making the prestarted init's cgroup and placing the
+// init in it as soon as it runs.
+func (ip *initProc) beginCgroup() {
+	id, err := stateName(sandbox.ReserveWorldID())
+	if err != nil {
+		return
+	}
+	pc := &preCgroup{id: id, made: make(chan struct{}), placed: make(chan error, 1)}
+	ip.pre = pc
+	go func() {
+		g, err := newCgroup(ip.cgParent, id, &specs.LinuxResources{})
+		if err == nil {
+			pc.cg = g.(*cgroupV1)
+		}
+		pc.err = err
+		close(pc.made)
+		if err != nil {
+			pc.placed <- err
+			return
+		}
+		if err := ip.wait(); err != nil {
+			pc.placed <- err
+			return
+		}
+		pid := ip.cmd.Process.Pid
+		protectInit(pid)
+		if err := pc.cg.join(pid); err != nil {
+			pc.placed <- &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
+			return
+		}
+		pc.placed <- nil
+	}()
 }
 
 // spawnFor is what an init is spawned for; two that are equal are
@@ -49,6 +103,7 @@ type spawnFor struct {
 	base   string // the state directory, which holds the init's file
 	// embedded allows the embedded init (no Options.Executable).
 	embedded bool
+	cgParent string // the cgroup parent of its world (a prestarted init's cgroup)
 	stderr   io.Writer
 	cgroupFD int    // cgroup v2: the init is born in it; -1 if not
 	io3      *stdio // exec mode: the init's standard streams
@@ -171,9 +226,12 @@ func (ip *initProc) openInit() error {
 // begin starts the spawn on the spawner thread and returns at once; wait
 // gives its result.
 func (ip *initProc) begin() {
-	ip.done = make(chan error, 1)
+	ip.done = make(chan struct{})
 	ip.began = time.Now()
-	go func() { ip.done <- ip.run() }()
+	go func() {
+		ip.err = ip.run()
+		close(ip.done)
+	}()
 }
 
 func (ip *initProc) run() error {
@@ -198,12 +256,13 @@ func (ip *initProc) run() error {
 	}
 }
 
-// wait returns the spawn's result; the init runs once it is nil.
+// wait returns the spawn's result, to every goroutine that asks; the
+// init runs once it is nil.
 func (ip *initProc) wait() error {
-	if ip.done != nil {
-		ip.err = <-ip.done
-		ip.done = nil
+	if ip.done == nil {
+		return errors.New("native: the init was never spawned")
 	}
+	<-ip.done
 	return ip.err
 }
 
@@ -217,15 +276,24 @@ func (ip *initProc) release(cfg *nsinit.Config, trees []int) error {
 	return release(ip.syncW, b, trees)
 }
 
-// kill ends the init, if it was spawned, and waits for it; then closes
-// dsh's ends.
-func (ip *initProc) kill() {
-	if ip.wait() == nil && ip.cmd != nil {
+// kill ends the init, if it was spawned and not waited for already, and
+// waits for it; then closes dsh's ends (and removes the cgroup of a
+// prestarted init no world took).
+func (ip *initProc) kill(waited bool) {
+	if !waited && ip.wait() == nil {
 		if ip.ctlW != nil {
 			ip.ctlW.Close() // ends pid1's session first
 		}
 		_ = ip.cmd.Process.Kill()
 		_ = ip.cmd.Wait()
+	}
+	if pc := ip.pre; pc != nil { // no world took it
+		ip.pre = nil
+		<-pc.made
+		if pc.cg != nil {
+			<-pc.placed
+			_ = pc.cg.destroy()
+		}
 	}
 	ip.closeAll()
 }
@@ -301,6 +369,7 @@ func Prestart() {
 		return
 	}
 	ip.begin()
+	ip.beginCgroup()
 	prestart.ip = ip
 }
 
@@ -312,13 +381,14 @@ func DropPrestart() {
 	prestart.ip = nil
 	prestart.mu.Unlock()
 	if ip != nil {
-		ip.kill()
+		ip.kill(false)
 	}
 }
 
-// takePrestart returns the init Prestart began if it was spawned for f,
-// else nil (and kills it: nothing else would take it).
-func takePrestart(f spawnFor) *initProc {
+// takePrestart returns the init Prestart began if it was spawned for f
+// and its cgroup (if any) named for the world stateID, else nil (and
+// kills it: nothing else would take it).
+func takePrestart(f spawnFor, stateID string) *initProc {
 	prestart.mu.Lock()
 	ip := prestart.ip
 	prestart.ip = nil
@@ -326,8 +396,8 @@ func takePrestart(f spawnFor) *initProc {
 	if ip == nil {
 		return nil
 	}
-	if ip.spawnFor != f {
-		ip.kill()
+	if ip.spawnFor != f || ip.pre != nil && ip.pre.id != stateID {
+		ip.kill(false)
 		return nil
 	}
 	return ip
@@ -336,7 +406,7 @@ func takePrestart(f spawnFor) *initProc {
 // defaultSpawn is what a Driver with default Options spawns a serving
 // init for.
 func defaultSpawn() (spawnFor, error) {
-	f := spawnFor{serve: true, mapped: os.Geteuid() == 0, embedded: true, cgroupFD: -1}
+	f := spawnFor{serve: true, mapped: os.Geteuid() == 0, embedded: true, cgParent: cgroupParent, cgroupFD: -1}
 	var err error
 	if f.mapped {
 		if f.ids, err = worldIDRange(0); err != nil {

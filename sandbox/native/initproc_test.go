@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,6 +56,20 @@ func TestPrestartIsTaken(t *testing.T) {
 	if out, errOut, st := run(t, in, spec.Env, "sh", "-c", "echo ok"); st.Code != 0 || out != "ok\n" {
 		t.Fatalf("run: %v %q %q", st, out, errOut)
 	}
+	// The cgroup Prestart made and placed the init in is the world's:
+	// named after it, with the Spec's limits.
+	l := in.(*instance).l
+	if l.cg == nil {
+		t.Fatal("the world has no cgroup")
+	}
+	procs, err := os.ReadFile(filepath.Join(cgroupRoot, "memory", cgroupParent, l.id, "cgroup.procs"))
+	if err != nil || !strings.Contains("\n"+string(procs), "\n"+strconv.Itoa(pid)+"\n") {
+		t.Errorf("the init %d is not in the world's memory cgroup %s: %q %v", pid, l.id, procs, err)
+	}
+	limit, err := os.ReadFile(filepath.Join(cgroupRoot, "memory", cgroupParent, l.id, "memory.limit_in_bytes"))
+	if want := strconv.FormatInt(*spec.Resources.Memory.Limit, 10); err != nil || strings.TrimSpace(string(limit)) != want {
+		t.Errorf("the world's memory limit is %q (%v), want the Spec's %s", limit, err, want)
+	}
 }
 
 // TestPrestartForAnotherWorld: an init prestarted for a default Driver
@@ -93,8 +108,16 @@ func TestPrestartForAnotherWorld(t *testing.T) {
 	}
 
 	pid = prestarted(t)
+	prestart.mu.Lock()
+	pre := prestart.ip.pre
+	prestart.mu.Unlock()
 	DropPrestart()
 	if !gone(pid) {
 		t.Error("DropPrestart left the prestarted init")
+	}
+	if pre != nil {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, "pids", cgroupParent, pre.id)); !os.IsNotExist(err) {
+			t.Errorf("DropPrestart left the prestarted init's cgroup %s (%v)", pre.id, err)
+		}
 	}
 }

@@ -72,10 +72,7 @@ func (u *undo) run() {
 // (a nil cg is skipped).
 func (l *launch) cleanup() {
 	if l.ip != nil {
-		if l.cmd == nil && l.ip.wait() == nil {
-			l.ip.cmd = nil // waited for by its user
-		}
-		l.ip.kill()
+		l.ip.kill(l.cmd == nil && l.ip.wait() == nil) // cmd is nil once its user waited for it
 		l.ip, l.cmd = nil, nil
 	}
 	l.undo.run()
@@ -200,6 +197,9 @@ type starting struct {
 	// placing is the result of placing the init in its cgroup v1 while
 	// it sets up (serve mode), nil when that is done or not needed.
 	placing chan error
+	// adopted says the world's cgroup is the one Prestart made and
+	// placed the init in (adoptCgroup).
+	adopted bool
 }
 
 // start launches an init for spec. With exec set, the init executes that
@@ -280,6 +280,9 @@ func (s *starting) connectEgress() error {
 // v1 the init is placed in it after the spawn, so it is made meanwhile,
 // in parallel with the clone: placeInCgroup takes it (cgroupMade).
 func (s *starting) makeCgroup() error {
+	if s.ip != nil && s.ip.pre != nil {
+		return s.adoptCgroup()
+	}
 	if !s.wantLimits {
 		return nil
 	}
@@ -300,6 +303,40 @@ func (s *starting) makeCgroup() error {
 		cg, err := newCgroup(s.cgParent, s.l.id, s.res)
 		s.making <- cgroupResult{cg, err}
 	}()
+	return nil
+}
+
+// adoptCgroup makes the cgroup Prestart made for its init (preCgroup),
+// named for this world, the world's: limited as its Spec says (a world
+// without limits keeps it unlimited). The init's placement in it may
+// still be under way: awaitPlaced waits for it, as for a group made here.
+func (s *starting) adoptCgroup() error {
+	pc := s.ip.pre
+	s.ip.pre = nil // the launch's now
+	<-pc.made
+	if pc.cg == nil { // never made
+		if s.wantLimits {
+			return pc.err
+		}
+		return nil
+	}
+	s.l.cg = pc.cg
+	s.l.undo.push(func() {
+		if s.l.cg != nil { // through the field: a closing instance destroys it first
+			_ = s.l.cg.destroy()
+		}
+	})
+	s.adopted = true
+	s.placing = pc.placed
+	// Whatever fails later, the placement ends before the group is
+	// destroyed.
+	s.l.undo.push(func() { _ = s.awaitPlaced() })
+	if s.res == nil {
+		return nil // a world without limits: none to give it
+	}
+	if err := pc.cg.limit(s.res); err != nil {
+		return &unavailableError{Step: "limit the sandbox's cgroup " + s.cgParent + "/" + s.l.id, Err: err, Fix: cgroupFix}
+	}
 	return nil
 }
 
@@ -327,7 +364,7 @@ func (s *starting) cgroupMade() error {
 // spawnFor is what this world's init is spawned for.
 func (s *starting) spawnFor() spawnFor {
 	f := spawnFor{serve: s.serve, mapped: s.mapped, ids: s.ids, exe: s.exe, base: s.base,
-		embedded: s.d.opts.Executable == "", stderr: s.d.opts.Stderr, cgroupFD: -1}
+		embedded: s.d.opts.Executable == "", cgParent: s.cgParent, stderr: s.d.opts.Stderr, cgroupFD: -1}
 	if s.io3 != nil && !s.serve {
 		f.io3 = s.io3
 	}
@@ -346,7 +383,11 @@ func (s *starting) spawn() error {
 	if s.wantLimits && unified() {
 		return nil
 	}
-	if s.ip = takePrestart(f); s.ip != nil {
+	id, err := stateName(s.worldID)
+	if err != nil {
+		return err
+	}
+	if s.ip = takePrestart(f, id); s.ip != nil {
 		s.l.ip = s.ip
 		return nil
 	}
@@ -399,6 +440,9 @@ func (s *starting) awaitSpawn() error {
 // allocations are then charged where dsh runs, as its runtime's start
 // always was.)
 func (s *starting) placeInCgroup() error {
+	if s.adopted { // placed already, while dsh loaded its configuration
+		return nil
+	}
 	if s.serve {
 		protectInit(s.l.cmd.Process.Pid)
 	}

@@ -4,9 +4,10 @@
 // The driver re-executes the running binary with [Arg] as its first
 // argument; the binary dispatches it to [Main] (dsh through native's
 // InitMain, test binaries from TestMain). Everything the init does was
-// decided on the host: it receives a [Config] (JSON in [ConfigEnv]) and
-// the descriptors FDSync, FDReady, FDExe, FDBroker and FDStdio, waits for the
-// release byte on FDSync (a root dsh's detached mounts come with it; in
+// decided on the host: it inherits the descriptors FDSync, FDReady,
+// FDExe, FDBroker and FDStdio, and waits for its release on FDSync: a
+// [Config] (JSON, at most [MaxConfig] bytes), with a root dsh's detached
+// mounts (in
 // exec mode the init is in its cgroup by then, a serving init is placed
 // in it while it sets up, and runs nothing of the world before dsh asks,
 // which dsh does only once it is), and then runs two stages:
