@@ -386,9 +386,10 @@ func DropPrestart() {
 }
 
 // takePrestart returns the init Prestart began if it was spawned for f
-// and its cgroup (if any) named for the world stateID, else nil (and
-// kills it: nothing else would take it).
-func takePrestart(f spawnFor, stateID string) *initProc {
+// and, with its cgroup, for a world with limits named stateID; else nil
+// (and kills it: nothing else would take it). A world without limits has
+// no cgroup, so it does not take one that was joined to one.
+func takePrestart(f spawnFor, stateID string, limited bool) *initProc {
 	prestart.mu.Lock()
 	ip := prestart.ip
 	prestart.ip = nil
@@ -396,7 +397,7 @@ func takePrestart(f spawnFor, stateID string) *initProc {
 	if ip == nil {
 		return nil
 	}
-	if ip.spawnFor != f || ip.pre != nil && ip.pre.id != stateID {
+	if ip.spawnFor != f || ip.pre != nil && (ip.pre.id != stateID || !limited) {
 		ip.kill(false)
 		return nil
 	}

@@ -121,3 +121,41 @@ func TestPrestartForAnotherWorld(t *testing.T) {
 		}
 	}
 }
+
+// TestPrestartNotTakenWithoutLimits: a world without limits has no
+// cgroup, so it does not take an init that was joined to one; that init
+// and its cgroup are removed.
+func TestPrestartNotTakenWithoutLimits(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("cgroup v2: a world's init is born in its cgroup, so none is prestarted")
+	}
+	helperInit(t)
+	pid := prestarted(t)
+	prestart.mu.Lock()
+	pre := prestart.ip.pre
+	prestart.mu.Unlock()
+	spec := sandbox.DefaultSpec(t.TempDir())
+	spec.Resources = nil // as dsh run --no-limits
+	in, err := New(nil).Open(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	l := in.(*instance).l
+	if l.cmd.Process.Pid == pid {
+		t.Error("a world without limits took the init prestarted in a cgroup")
+	}
+	if l.cg != nil {
+		t.Error("a world without limits has a cgroup")
+	}
+	if !gone(pid) {
+		t.Error("the prestarted init no world took is still there")
+	}
+	if pre != nil {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, "pids", cgroupParent, pre.id)); !os.IsNotExist(err) {
+			t.Errorf("the prestarted init's cgroup %s is still there (%v)", pre.id, err)
+		}
+	}
+}

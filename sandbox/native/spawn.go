@@ -307,18 +307,15 @@ func (s *starting) makeCgroup() error {
 }
 
 // adoptCgroup makes the cgroup Prestart made for its init (preCgroup),
-// named for this world, the world's: limited as its Spec says (a world
-// without limits keeps it unlimited). The init's placement in it may
-// still be under way: awaitPlaced waits for it, as for a group made here.
+// named for this world, the world's: limited as its Spec says. The
+// init's placement in it may still be under way: awaitPlaced waits for
+// it, as for a group made here.
 func (s *starting) adoptCgroup() error {
 	pc := s.ip.pre
 	s.ip.pre = nil // the launch's now
 	<-pc.made
 	if pc.cg == nil { // never made
-		if s.wantLimits {
-			return pc.err
-		}
-		return nil
+		return pc.err
 	}
 	s.l.cg = pc.cg
 	s.l.undo.push(func() {
@@ -331,9 +328,6 @@ func (s *starting) adoptCgroup() error {
 	// Whatever fails later, the placement ends before the group is
 	// destroyed.
 	s.l.undo.push(func() { _ = s.awaitPlaced() })
-	if s.res == nil {
-		return nil // a world without limits: none to give it
-	}
 	if err := pc.cg.limit(s.res); err != nil {
 		return &unavailableError{Step: "limit the sandbox's cgroup " + s.cgParent + "/" + s.l.id, Err: err, Fix: cgroupFix}
 	}
@@ -387,7 +381,7 @@ func (s *starting) spawn() error {
 	if err != nil {
 		return err
 	}
-	if s.ip = takePrestart(f, id); s.ip != nil {
+	if s.ip = takePrestart(f, id, s.wantLimits); s.ip != nil {
 		s.l.ip = s.ip
 		return nil
 	}
@@ -542,7 +536,7 @@ func (s *starting) receiveUpper() error {
 }
 
 func (s *starting) limitPids() error {
-	if s.l.cg == nil || s.res.Pids == nil {
+	if s.l.cg == nil || s.res == nil || s.res.Pids == nil {
 		return nil
 	}
 	want := *s.res.Pids.Limit - pidsReserve
