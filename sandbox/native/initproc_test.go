@@ -14,8 +14,9 @@ import (
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
-// prestarted begins a Prestart and returns its init's pid once it runs.
-func prestarted(t *testing.T) int {
+// prestarted begins a Prestart (the test binary as the init) and returns
+// its init's pid once it runs, and its cgroup.
+func prestarted(t *testing.T) (int, *preCgroup) {
 	t.Helper()
 	t.Cleanup(DropPrestart)
 	Prestart()
@@ -28,7 +29,7 @@ func prestarted(t *testing.T) int {
 	if err := ip.wait(); err != nil {
 		t.Fatalf("the prestarted init did not start: %v", err)
 	}
-	return ip.cmd.Process.Pid
+	return ip.cmd.Process.Pid, ip.pre
 }
 
 // gone reports whether pid no longer exists (it was waited for).
@@ -37,13 +38,7 @@ func gone(pid int) bool { return unix.Kill(pid, 0) == unix.ESRCH }
 // TestPrestartIsTaken: a world of a Driver with default Options runs on
 // the init Prestart began, which waited for it with nothing of the world.
 func TestPrestartIsTaken(t *testing.T) {
-	testenv.RequireUserNS(t)
-	testenv.RequireCgroups(t)
-	if unified() {
-		t.Skip("cgroup v2: a world's init is born in its cgroup, so none is prestarted")
-	}
-	helperInit(t)
-	pid := prestarted(t)
+	pid, _ := prestarted(t)
 	spec := sandbox.DefaultSpec(t.TempDir())
 	in, err := New(nil).Open(context.Background(), spec, nil)
 	if err != nil {
@@ -77,14 +72,8 @@ func TestPrestartIsTaken(t *testing.T) {
 // come from another host range — and is killed instead; as is one no
 // world takes (DropPrestart).
 func TestPrestartForAnotherWorld(t *testing.T) {
-	testenv.RequireUserNS(t)
-	testenv.RequireCgroups(t)
 	testenv.RequireRoot(t) // a root dsh maps its worlds to a host range
-	if unified() {
-		t.Skip("cgroup v2: a world's init is born in its cgroup, so none is prestarted")
-	}
-	helperInit(t)
-	pid := prestarted(t)
+	pid, _ := prestarted(t)
 	const base = 500000
 	spec := sandbox.DefaultSpec(t.TempDir())
 	in, err := New(&Options{IDBase: base, StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
@@ -106,11 +95,10 @@ func TestPrestartForAnotherWorld(t *testing.T) {
 	if !gone(pid) {
 		t.Error("the prestarted init no world took is still there")
 	}
+	// (Its cgroup's name is this world's too: the world was minted the
+	// reserved ID. DropPrestart below checks that the group goes.)
 
-	pid = prestarted(t)
-	prestart.mu.Lock()
-	pre := prestart.ip.pre
-	prestart.mu.Unlock()
+	pid, pre := prestarted(t)
 	DropPrestart()
 	if !gone(pid) {
 		t.Error("DropPrestart left the prestarted init")
@@ -126,16 +114,7 @@ func TestPrestartForAnotherWorld(t *testing.T) {
 // cgroup, so it does not take an init that was joined to one; that init
 // and its cgroup are removed.
 func TestPrestartNotTakenWithoutLimits(t *testing.T) {
-	testenv.RequireUserNS(t)
-	testenv.RequireCgroups(t)
-	if unified() {
-		t.Skip("cgroup v2: a world's init is born in its cgroup, so none is prestarted")
-	}
-	helperInit(t)
-	pid := prestarted(t)
-	prestart.mu.Lock()
-	pre := prestart.ip.pre
-	prestart.mu.Unlock()
+	pid, pre := prestarted(t)
 	spec := sandbox.DefaultSpec(t.TempDir())
 	spec.Resources = nil // as dsh run --no-limits
 	in, err := New(nil).Open(context.Background(), spec, nil)
