@@ -28,9 +28,11 @@ func main() {
 func run(args []string) int {
 	if isRunLine(args) {
 		// The init of dsh run's world spawns while the commands are
-		// built and the configuration loads (runRunCmd drops it if the
-		// world is not native's).
+		// built and the configuration loads; whatever ends the command
+		// before a world takes it (another driver, a bad flag or
+		// configuration), it is killed and its cgroup removed.
 		native.Prestart()
+		defer native.DropPrestart()
 	}
 	root := newRootCmd()
 	cliTrace.mark("command tree")

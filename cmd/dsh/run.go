@@ -196,7 +196,7 @@ func runRunCmd(cmd *cobra.Command, args []string) error {
 	cliTrace.mark("command, audit")
 	w, err := openWorld(openCtx, plan, cmd.ErrOrStderr())
 	close(opened)
-	native.DropPrestart() // unless the world took it
+	native.DropPrestart() // unless the world took it; before the command runs
 	cliTrace.mark("open")
 	if err != nil {
 		interrupted := openCtx.Err() != nil && ctx.Err() == nil

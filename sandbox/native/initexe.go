@@ -31,11 +31,11 @@ var (
 // dependency of the CLI): the small one starts in a fraction of the
 // time. A world executes it, best first, from
 //
-//   - its file in the state directory (initCached): written once, then
-//     only opened — a start costs no copy at all;
-//   - a sealed memfd this process fills (initMemfd): where the state
-//     directory's file system refuses to execute (noexec) or to hold it;
-//     a 3.7 MB copy per process;
+//   - its file in a root dsh's state directory (initCached): written
+//     once, then only opened — a start costs no copy at all;
+//   - a sealed memfd this process fills (initMemfd): for an unprivileged
+//     caller, and where the state directory's file system refuses to
+//     execute (noexec) or to hold it; a 3.7 MB copy per process;
 //   - dsh's own binary (initOwn): no init embedded, or neither of the
 //     above can be executed. Only slower, just as confined.
 //
@@ -75,19 +75,30 @@ func haveCachedInit() bool {
 	return err == nil
 }
 
+// cachedInitBase is the only state directory the init's file is kept
+// in: a root dsh's default. Only root can write it (stateBase: root's,
+// written by nobody else); a native world's ids are unprivileged and it
+// has the directory masked, a docker world never runs as the host's root,
+// and no workspace or writable bind may be /run, in it or above it
+// (sandbox.CheckWorkspace, sandbox.UserBind). Any other state directory
+// — an unprivileged caller's, under $XDG_RUNTIME_DIR or $TMPDIR — may lie
+// inside a workspace a world writes with the caller's own uid (renaming a
+// masked directory's parent moves the mask away), so a file there could
+// be planted: such a caller keeps the per-process memfd. A variable for
+// the tests, whose state directories are their own.
+var cachedInitBase = "/run/dsh-native"
+
+// cachesInit says whether worlds of state directory base run the init's
+// file in it (cachedInitBase) rather than the memfd.
+func cachesInit(base string) bool {
+	return os.Geteuid() == 0 && base == cachedInitBase && haveCachedInit()
+}
+
 // openCachedInit opens the embedded init's file in the state directory
 // base, writing it first when it is missing or not exactly as dsh leaves
-// it.
-//
-// Why a file no start checks byte by byte can be trusted: base is dsh's
-// own (stateBase: a directory owned by the caller, written by nobody
-// else), the file is the caller's, mode 0555 and of the embedded init's
-// size, and no world can write it. A native world has base masked (it is
-// among every world's masks); a docker world never runs as the host's
-// root, and neither a workspace nor a writable bind may be /run, /tmp or
-// an ancestor of them (sandbox.CheckWorkspace, sandbox.UserBind), which
-// hold every default base. Whoever else can write it runs as the caller outside any world,
-// and could as well replace dsh.
+// it. Nothing but root writes base (cachesInit), so the checks of
+// openInitFile guard against a half-written or stale file, not a planted
+// one.
 func openCachedInit(base string) (*os.File, error) {
 	name := cachedInitName(base)
 	f, err := openInitFile(name)
@@ -246,7 +257,7 @@ func fillSealed(fd int, b []byte) error {
 // it.
 func openInitSource(embedded bool, base, exe string) (*os.File, initSource, error) {
 	if embedded && embeddedInit != nil {
-		if haveCachedInit() && !initRefused[initCached].Load() {
+		if cachesInit(base) && !initRefused[initCached].Load() {
 			if f, err := openCachedInit(base); err == nil {
 				return f, initCached, nil
 			}

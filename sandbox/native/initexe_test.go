@@ -38,6 +38,8 @@ func embedSmallInit(t *testing.T) []byte {
 		initRefused[i].Store(false)
 	}
 	embeddedInit, embeddedInitSum = data, hex.EncodeToString(sum[:])
+	savedBase := cachedInitBase
+	t.Cleanup(func() { cachedInitBase = savedBase })
 	memfdOnce, memfdFile, memfdErr = sync.Once{}, nil, nil
 	t.Cleanup(func() {
 		embeddedInit, embeddedInitSum = savedInit, savedSum
@@ -93,8 +95,10 @@ func inode(t *testing.T, path string) uint64 {
 func TestCachedInit(t *testing.T) {
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
+	testenv.RequireRoot(t)
 	data := embedSmallInit(t)
 	state := stateDir(t)
+	cachedInitBase = state
 	name := cachedInitName(state)
 	if exe := openEchoClose(t, state); exe != name {
 		t.Fatalf("the init executed %s, want its file %s", exe, name)
@@ -122,6 +126,7 @@ func TestCachedInit(t *testing.T) {
 func TestCachedInitIsNotTakenOnTrust(t *testing.T) {
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
+	testenv.RequireRoot(t)
 	data := embedSmallInit(t)
 	// Where the init (any uid of the world's range) can write a mark.
 	marks := hostTempDir(t)
@@ -174,6 +179,7 @@ func TestCachedInitIsNotTakenOnTrust(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			state := stateDir(t)
+			cachedInitBase = state
 			if _, err := stateBase(state); err != nil {
 				t.Fatal(err)
 			}
@@ -209,6 +215,7 @@ func TestInitRefusedFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Unmount(state, unix.MNT_DETACH) })
+	cachedInitBase = state
 	if exe := openEchoClose(t, state); !strings.HasPrefix(exe, "/memfd:dsh-init") {
 		t.Errorf("the init executed %s, want the memfd", exe)
 	}
@@ -277,5 +284,18 @@ func TestCachedInitSweep(t *testing.T) {
 	}
 	if _, err := openInitFile(name); err != nil {
 		t.Errorf("the written init does not pass its own checks: %v", err)
+	}
+}
+
+// Only a root dsh's own state directory keeps the init's file: any other
+// (an unprivileged caller's, which may lie inside a workspace a world
+// writes as that caller) runs the memfd.
+func TestCachedInitOnlyInRootsStateDirectory(t *testing.T) {
+	embedSmallInit(t)
+	if cachesInit(stateDir(t)) {
+		t.Errorf("a state directory other than %s keeps the init's file", cachedInitBase)
+	}
+	if want := os.Geteuid() == 0; cachesInit("/run/dsh-native") != want {
+		t.Errorf("cachesInit(/run/dsh-native) = %v, want %v for euid %d", !want, want, os.Geteuid())
 	}
 }

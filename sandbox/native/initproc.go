@@ -59,10 +59,10 @@ type preCgroup struct {
 	placed chan error // the placement's result
 }
 
-// beginCgroup begins making the prestarted init's cgroup and placing the
-// init in it as soon as it runs.
-func (ip *initProc) beginCgroup() {
-	id, err := stateName(sandbox.ReserveWorldID())
+// beginCgroup begins making the prestarted init's cgroup, named for the
+// world worldID, and placing the init in it as soon as it runs.
+func (ip *initProc) beginCgroup(worldID string) {
+	id, err := stateName(worldID)
 	if err != nil {
 		return
 	}
@@ -107,6 +107,23 @@ type spawnFor struct {
 	stderr   io.Writer
 	cgroupFD int    // cgroup v2: the init is born in it; -1 if not
 	io3      *stdio // exec mode: the init's standard streams
+}
+
+// same reports whether an init spawned for f serves g too. The writers
+// are compared by identity, and only as files: any other writer (which
+// need not even be comparable) is never the same.
+func (f spawnFor) same(g spawnFor) bool {
+	fw, gw := f.stderr, g.stderr
+	f.stderr, g.stderr = nil, nil
+	if f != g {
+		return false
+	}
+	if fw == nil || gw == nil {
+		return fw == nil && gw == nil
+	}
+	ff, ok1 := fw.(*os.File)
+	gf, ok2 := gw.(*os.File)
+	return ok1 && ok2 && ff == gf
 }
 
 // newInitProc makes the channels and the command of an init for f.
@@ -280,6 +297,16 @@ func (ip *initProc) release(cfg *nsinit.Config, trees []int) error {
 // waits for it; then closes dsh's ends (and removes the cgroup of a
 // prestarted init no world took).
 func (ip *initProc) kill(waited bool) {
+	pc := ip.pre // no world took it
+	ip.pre = nil
+	if pc != nil {
+		// Its placement names the init by pid: it ends before the init
+		// can be reaped and its pid reused.
+		<-pc.made
+		if pc.cg != nil {
+			<-pc.placed
+		}
+	}
 	if !waited && ip.wait() == nil {
 		if ip.ctlW != nil {
 			ip.ctlW.Close() // ends pid1's session first
@@ -287,13 +314,8 @@ func (ip *initProc) kill(waited bool) {
 		_ = ip.cmd.Process.Kill()
 		_ = ip.cmd.Wait()
 	}
-	if pc := ip.pre; pc != nil { // no world took it
-		ip.pre = nil
-		<-pc.made
-		if pc.cg != nil {
-			<-pc.placed
-			_ = pc.cg.destroy()
-		}
+	if pc != nil && pc.cg != nil {
+		_ = pc.cg.destroy()
 	}
 	ip.closeAll()
 }
@@ -338,49 +360,75 @@ func isNilCloser(c io.Closer) bool {
 // a default Driver.
 var prestart struct {
 	mu sync.Mutex
-	ip *initProc
+	// done is closed once the prestart's goroutine set ip (or gave up);
+	// nil when no prestart is pending.
+	done chan struct{}
+	ip   *initProc
 }
 
 // Prestart begins spawning the init of the next world this process
 // opens, before the world is asked for: a command that will open one
 // (dsh run) calls it first thing, so that the init's clone, execve and
-// runtime start overlap loading the configuration and planning. Open
-// takes it when it was spawned for what the world needs (a serving init
-// of a Driver with default Options, cgroup v1 or no limits); otherwise,
-// or if no world is opened, it is killed (DropPrestart) or ends with dsh
-// (it waits for its release on a socket whose other end dies with dsh,
-// and has dsh's death as its parent-death signal). It never runs
-// anything before a world's release; nothing of a world is made for it.
-// Calling it more than once does nothing.
+// runtime start overlap loading the configuration and planning. All of
+// it runs in the background; Prestart returns at once. Open takes the
+// init when it was spawned for what the world needs (a serving init of a
+// Driver with default Options; on cgroup v1 with limits, in the cgroup it
+// made for it); otherwise, or if no world is opened, it is killed
+// (DropPrestart) or ends with dsh (it waits for its release on a socket
+// whose other end dies with dsh, and has dsh's death as its parent-death
+// signal). It never runs anything before a world's release. Calling it
+// again while one is pending does nothing.
 func Prestart() {
 	prestart.mu.Lock()
 	defer prestart.mu.Unlock()
-	if prestart.ip != nil || unified() {
+	if prestart.done != nil || unified() {
 		// cgroup v2: the init is born in the world's cgroup, which needs
 		// the world's plan.
 		return
 	}
-	f, err := defaultSpawn()
-	if err != nil {
-		return // the world's Open reports it, with its plan
+	// Reserved now, before anything else of the process mints an ID.
+	id := sandbox.ReserveWorldID()
+	done := make(chan struct{})
+	prestart.done = done
+	go func() {
+		defer close(done)
+		f, err := defaultSpawn()
+		if err != nil {
+			return // the world's Open reports it, with its plan
+		}
+		ip, err := newInitProc(f)
+		if err != nil {
+			return
+		}
+		ip.begin()
+		ip.beginCgroup(id)
+		prestart.mu.Lock()
+		prestart.ip = ip
+		prestart.mu.Unlock()
+	}()
+}
+
+// takePrestarted waits for a pending prestart and takes its init, if it
+// made one.
+func takePrestarted() *initProc {
+	prestart.mu.Lock()
+	done := prestart.done
+	prestart.mu.Unlock()
+	if done == nil {
+		return nil
 	}
-	ip, err := newInitProc(f)
-	if err != nil {
-		return
-	}
-	ip.begin()
-	ip.beginCgroup()
-	prestart.ip = ip
+	<-done
+	prestart.mu.Lock()
+	defer prestart.mu.Unlock()
+	ip := prestart.ip
+	prestart.ip, prestart.done = nil, nil
+	return ip
 }
 
 // DropPrestart kills the init Prestart began, if no world took it (a
-// command that opened another driver's world).
+// command that opened another driver's world, or none).
 func DropPrestart() {
-	prestart.mu.Lock()
-	ip := prestart.ip
-	prestart.ip = nil
-	prestart.mu.Unlock()
-	if ip != nil {
+	if ip := takePrestarted(); ip != nil {
 		ip.kill(false)
 	}
 }
@@ -390,14 +438,11 @@ func DropPrestart() {
 // (and kills it: nothing else would take it). A world without limits has
 // no cgroup, so it does not take one that was joined to one.
 func takePrestart(f spawnFor, stateID string, limited bool) *initProc {
-	prestart.mu.Lock()
-	ip := prestart.ip
-	prestart.ip = nil
-	prestart.mu.Unlock()
+	ip := takePrestarted()
 	if ip == nil {
 		return nil
 	}
-	if ip.spawnFor != f || ip.pre != nil && (ip.pre.id != stateID || !limited) {
+	if !ip.spawnFor.same(f) || ip.pre != nil && (ip.pre.id != stateID || !limited) {
 		ip.kill(false)
 		return nil
 	}

@@ -21,10 +21,17 @@ func prestarted(t *testing.T) (int, *preCgroup) {
 	t.Cleanup(DropPrestart)
 	Prestart()
 	prestart.mu.Lock()
+	done := prestart.done
+	prestart.mu.Unlock()
+	if done == nil {
+		t.Fatal("Prestart began nothing")
+	}
+	<-done
+	prestart.mu.Lock()
 	ip := prestart.ip
 	prestart.mu.Unlock()
 	if ip == nil {
-		t.Fatal("Prestart began no init")
+		t.Fatal("Prestart made no init")
 	}
 	if err := ip.wait(); err != nil {
 		t.Fatalf("the prestarted init did not start: %v", err)
@@ -136,5 +143,38 @@ func TestPrestartNotTakenWithoutLimits(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cgroupRoot, "pids", cgroupParent, pre.id)); !os.IsNotExist(err) {
 			t.Errorf("the prestarted init's cgroup %s is still there (%v)", pre.id, err)
 		}
+	}
+}
+
+// sliceWriter is an io.Writer of a type == cannot compare.
+type sliceWriter struct{ b []byte }
+
+func (w sliceWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// An init is the same for another Driver's world only with the same
+// stderr file (or none); a writer of any other kind never matches, and
+// comparing one does not panic.
+func TestSpawnForSame(t *testing.T) {
+	a := spawnFor{serve: true, cgroupFD: -1}
+	b := a
+	if !a.same(b) {
+		t.Error("two equal spawnFor differ")
+	}
+	b.stderr = os.Stderr
+	if a.same(b) {
+		t.Error("no stderr and os.Stderr are the same")
+	}
+	a.stderr = os.Stderr
+	if !a.same(b) {
+		t.Error("os.Stderr and os.Stderr differ")
+	}
+	a.stderr, b.stderr = sliceWriter{}, sliceWriter{}
+	if a.same(b) {
+		t.Error("writers that are not files are the same")
+	}
+	b.stderr, b.mapped = os.Stderr, true
+	a.stderr = os.Stderr
+	if a.same(b) {
+		t.Error("a root's init and an unprivileged one's are the same")
 	}
 }

@@ -40,6 +40,11 @@ type launch struct {
 	id  string
 	dir string // state directory of the world
 	cg  worldCgroup
+	// placing is the result of placing the init in its cgroup v1 while
+	// it sets up (serve mode), nil when that is done or not needed: the
+	// write names the init by its pid, so the init is not killed and
+	// reaped before it is done (cleanup).
+	placing <-chan error
 	// upper is the overlay workspace's upper tmpfs (a detached mount
 	// the init made), nil in the other modes.
 	upper *os.File
@@ -71,6 +76,7 @@ func (u *undo) run() {
 // Safe on a partly built launch, and after parts were released by hand
 // (a nil cg is skipped).
 func (l *launch) cleanup() {
+	_ = l.awaitPlaced() // before the init's pid can be reaped and reused
 	if l.ip != nil {
 		l.ip.kill(l.cmd == nil && l.ip.wait() == nil) // cmd is nil once its user waited for it
 		l.ip, l.cmd = nil, nil
@@ -194,9 +200,6 @@ type starting struct {
 	trees []int
 	// making is the cgroup v1 being made in parallel with the spawn.
 	making chan cgroupResult
-	// placing is the result of placing the init in its cgroup v1 while
-	// it sets up (serve mode), nil when that is done or not needed.
-	placing chan error
 	// adopted says the world's cgroup is the one Prestart made and
 	// placed the init in (adoptCgroup).
 	adopted bool
@@ -324,10 +327,7 @@ func (s *starting) adoptCgroup() error {
 		}
 	})
 	s.adopted = true
-	s.placing = pc.placed
-	// Whatever fails later, the placement ends before the group is
-	// destroyed.
-	s.l.undo.push(func() { _ = s.awaitPlaced() })
+	s.l.placing = pc.placed
 	if err := pc.cg.limit(s.res); err != nil {
 		return &unavailableError{Step: "limit the sandbox's cgroup " + s.cgParent + "/" + s.l.id, Err: err, Fix: cgroupFix}
 	}
@@ -452,10 +452,9 @@ func (s *starting) placeInCgroup() error {
 	if !s.serve {
 		return addToCgroup(cg, pid)
 	}
-	s.placing = make(chan error, 1)
-	go func() { s.placing <- addToCgroup(cg, pid) }()
-	// Whatever fails later, the write ends before the cgroup is destroyed.
-	s.l.undo.push(func() { _ = s.awaitPlaced() })
+	placing := make(chan error, 1)
+	go func() { placing <- addToCgroup(cg, pid) }()
+	s.l.placing = placing
 	return nil
 }
 
@@ -467,12 +466,14 @@ func addToCgroup(cg worldCgroup, pid int) error {
 }
 
 // awaitPlaced waits for placeInCgroup's write, if one is under way.
-func (s *starting) awaitPlaced() error {
-	if s.placing == nil {
+func (s *starting) awaitPlaced() error { return s.l.awaitPlaced() }
+
+func (l *launch) awaitPlaced() error {
+	if l.placing == nil {
 		return nil
 	}
-	err := <-s.placing
-	s.placing = nil
+	err := <-l.placing
+	l.placing = nil
 	return err
 }
 
