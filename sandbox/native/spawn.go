@@ -164,13 +164,14 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	applyRoot(p.cfg, spec)
 	// Only a root of the world's user namespace (a root caller's mapped
 	// range) may set its IPC sysctls; an unprivileged world gets no
-	// System V shared memory rather than an unbounded one.
-	// The seccomp program is assembled beside the next steps, and taken
-	// by the spawn.
+	// System V shared memory rather than an unbounded one (its seccomp
+	// program refuses shmget).
 	noSysVShm := !p.mapped
 	if p.mapped {
 		p.cfg.IPC = bounds.IPC
 	}
+	// The seccomp program is assembled beside the start's steps; the
+	// release takes it.
 	p.filter = make(chan filterResult, 1)
 	go func() {
 		prog, err := filterProgram(noSysVShm)
