@@ -93,8 +93,8 @@ func (ip *initProc) beginCgroup(worldID string) {
 	}()
 }
 
-// spawnFor is what an init is spawned for; two that are equal are
-// interchangeable.
+// spawnFor is what an init is spawned for; an init spawned for one
+// serves another that is the same (same).
 type spawnFor struct {
 	serve  bool
 	mapped bool // a root caller: the init runs as the host range's root
@@ -441,6 +441,11 @@ func takePrestart(f spawnFor, stateID string, limited bool) *initProc {
 	ip := takePrestarted()
 	if ip == nil {
 		return nil
+	}
+	if pc := ip.pre; pc != nil {
+		if <-pc.made; pc.cg == nil {
+			ip.pre = nil // none could be made (no delegated cgroup): the init is in none
+		}
 	}
 	if !ip.spawnFor.same(f) || ip.pre != nil && (ip.pre.id != stateID || !limited) {
 		ip.kill(false)
