@@ -202,18 +202,11 @@ func newCgroupV1(c cgroup1.Cgroup, parent, id string) *cgroupV1 {
 	return g
 }
 
-func (g *cgroupV1) add(pid int) error {
-	return g.c.AddProc(uint64(pid))
-}
-
-// limit gives the group the limits r.
-func (g *cgroupV1) limit(r *specs.LinuxResources) error { return g.c.Update(r) }
-
-// join moves pid into the group by writing its cgroup.procs in every
+// add moves pid into the group by writing its cgroup.procs in every
 // hierarchy itself: the library's AddProc holds the group's lock for the
 // whole move (an RCU grace period of the kernel per write), which would
-// keep limit waiting.
-func (g *cgroupV1) join(pid int) error {
+// keep limit waiting while a prestarted init is placed (preCgroup).
+func (g *cgroupV1) add(pid int) error {
 	for _, d := range g.dirs {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 			return err
@@ -221,6 +214,9 @@ func (g *cgroupV1) join(pid int) error {
 	}
 	return nil
 }
+
+// limit gives the group the limits r.
+func (g *cgroupV1) limit(r *specs.LinuxResources) error { return g.c.Update(r) }
 
 func (g *cgroupV1) dirFD() int { return -1 }
 

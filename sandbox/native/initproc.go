@@ -85,11 +85,7 @@ func (ip *initProc) beginCgroup(worldID string) {
 		}
 		pid := ip.cmd.Process.Pid
 		protectInit(pid)
-		if err := pc.cg.join(pid); err != nil {
-			pc.placed <- &unavailableError{Step: "place the sandbox in its cgroup", Err: err, Fix: cgroupFix}
-			return
-		}
-		pc.placed <- nil
+		pc.placed <- addToCgroup(pc.cg, pid)
 	}()
 }
 
@@ -337,23 +333,14 @@ func (ip *initProc) closeExe() {
 
 func (ip *initProc) closeAll() {
 	ip.closeChild()
-	for _, c := range []io.Closer{ip.syncW, ip.readyR, ip.ctlR, ip.ctlW, ip.stdio, ip.broker} {
-		if c != nil && !isNilCloser(c) {
+	for _, f := range []*os.File{ip.syncW, ip.readyR, ip.ctlR, ip.ctlW} {
+		f.Close() // nil-safe: a field never set
+	}
+	for _, c := range []*net.UnixConn{ip.stdio, ip.broker} {
+		if c != nil {
 			c.Close()
 		}
 	}
-}
-
-// isNilCloser tells a typed nil in an io.Closer (an *os.File or
-// *net.UnixConn field never set).
-func isNilCloser(c io.Closer) bool {
-	switch v := c.(type) {
-	case *os.File:
-		return v == nil
-	case *net.UnixConn:
-		return v == nil
-	}
-	return false
 }
 
 // The init Prestart began, for the first world this process opens with
