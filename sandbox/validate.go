@@ -233,6 +233,9 @@ func CheckWorkspace(path string, allowHome bool) (string, error) {
 		}
 		return bad(fmt.Sprintf("%s %s %s: %s", name, where, sys, systemWhy(sys)), project)
 	}
+	if state := StateOverlap(real); state != "" {
+		return bad(fmt.Sprintf("%s overlaps %s, dsh's own state: %s", name, state, stateWhy), project)
+	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(real, &st); err != nil {
 		return bad(fmt.Sprintf("%s: %v", name, err), project)
@@ -264,6 +267,53 @@ func systemLocation(real string) string {
 		}
 	}
 	return ""
+}
+
+// StateDirs are every directory a native driver keeps uid's state in
+// when it is not told another (sandbox/native's stateBase picks the first
+// it may use): each world's egress socket and the mount point of its
+// root. None depends on the environment, so every dsh of uid checks its
+// workspaces against the same ones.
+func StateDirs(uid int) []string {
+	return []string{"/run/dsh-native", "/run/user/" + strconv.Itoa(uid) + "/dsh-native", "/tmp/dsh-native-" + strconv.Itoa(uid)}
+}
+
+// stateWhy says what a world could do with dsh's state in reach.
+const stateWhy = "a world could reach other worlds' egress sockets, replace their roots, and rename the directory away from under its mask"
+
+// StateOverlap returns the native state directory that real (symlinks
+// resolved) is, is inside of, or contains, or "": the caller's
+// (StateDirs) or any uid's under /tmp. No workspace or bind may overlap
+// one, whatever its mode.
+func StateOverlap(real string) string {
+	tmps := []string{"/tmp", realPath("/tmp")}
+	for _, tmp := range tmps {
+		if IsWithin(tmp, real) {
+			return tmp + "/dsh-native-*"
+		}
+		rest, ok := strings.CutPrefix(real, tmp+"/")
+		if !ok {
+			continue
+		}
+		if top, _, _ := strings.Cut(rest, "/"); strings.HasPrefix(top, "dsh-native-") {
+			return tmp + "/" + top
+		}
+	}
+	for _, d := range StateDirs(os.Getuid()) {
+		for _, d := range []string{d, realPath(d)} {
+			if IsWithin(real, d) || IsWithin(d, real) {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // systemWhy says what a world could do with a system location writable.

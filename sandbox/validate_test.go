@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -71,6 +72,41 @@ func TestCheckWorkspace(t *testing.T) {
 		case c.inError != "" && (!errors.As(err, &se) || se.Field != "Workspace" || se.Fix == "" || !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), c.inError)):
 			t.Errorf("CheckWorkspace(%q, %v) = %v, want a Workspace SpecError with a fix, mentioning %q", c.path, c.allowHome, err, c.inError)
 		}
+	}
+}
+
+// dsh's native state (every world's egress socket and root) is never a
+// world's workspace or bind source, nor inside one, nor around one: the
+// /tmp fallback of any uid, and /run's, are refused in every mode.
+func TestStateNeverInAWorld(t *testing.T) {
+	state := fmt.Sprintf("/tmp/dsh-native-t%d", os.Getpid())
+	proj := filepath.Join(state, "proj")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	link := filepath.Join(t.TempDir(), "proj")
+	if err := os.Symlink(proj, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range []string{state, proj, link} {
+		_, err := CheckWorkspace(ws, false)
+		var se *SpecError
+		if !errors.As(err, &se) || se.Field != "Workspace" || !strings.Contains(err.Error(), "dsh's own state") {
+			t.Errorf("CheckWorkspace(%q) = %v, want refused as dsh's own state", ws, err)
+		}
+	}
+	ws := t.TempDir()
+	for _, src := range []string{state, proj, link, "/tmp", "/run"} {
+		for _, mode := range []string{"", ":ro", ":rw"} {
+			arg := src + ":/mnt/x" + mode
+			if _, err := UserBind(arg, ws); err == nil || !strings.Contains(err.Error(), "dsh's own state") {
+				t.Errorf("UserBind(%q) = %v, want refused as dsh's own state", arg, err)
+			}
+		}
+	}
+	if _, err := UserBind(ws+":/mnt/x:ro", ws); err != nil {
+		t.Errorf("a project directory as a bind: %v", err)
 	}
 }
 

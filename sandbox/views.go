@@ -125,6 +125,9 @@ func UserBind(arg, workspace string) (specs.Mount, error) {
 			return specs.Mount{}, fmt.Errorf("%q: the destination %s would cover the workspace %s or a part of it (the workspace is the same host directory at the same path inside); mount it outside the workspace, such as /mnt/NAME", arg, dst, w)
 		}
 	}
+	if state := StateOverlap(src); state != "" {
+		return specs.Mount{}, fmt.Errorf("%q: the source %s overlaps %s, dsh's own state: %s; bind a directory outside it", arg, src, state, stateWhy)
+	}
 	mode := b.Mode
 	inside := IsWithin(src, ws)
 	if mode == "" {

@@ -18,7 +18,7 @@ import (
 
 // dshCommand returns the built dsh running "run --driver native
 // --no-limits ARGS" as an unprivileged user (so its state directory is
-// its own, under XDG_RUNTIME_DIR), on a fresh workspace, with no user
+// its own, /tmp/dsh-native-65534), on a fresh workspace, with no user
 // configuration.
 func dshCommand(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()

@@ -65,6 +65,18 @@ func checkSystemWorkspaces(ctx context.Context, s *suite) error {
 	if _, err := os.Stat("/usr/local"); err == nil {
 		refused = append(refused, "/usr/local")
 	}
+	// dsh's native state, where every world's egress socket and root
+	// are: the directory of the caller's /tmp fallback, and one inside it.
+	state := sandbox.StateDirs(os.Getuid())[2]
+	if _, err := os.Stat(state); os.IsNotExist(err) {
+		defer os.Remove(state)
+	}
+	inState := filepath.Join(state, "conformance-ws")
+	if err := os.MkdirAll(inState, 0o700); err != nil {
+		return err
+	}
+	defer os.Remove(inState)
+	refused = append(refused, state, inState)
 	var problems []string
 	for _, ws := range refused {
 		if p := refusedAs(s.openOn(ctx, ws, nil), "Workspace"); p != "" {

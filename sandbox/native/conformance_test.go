@@ -15,6 +15,7 @@ import (
 
 	"github.com/dsh-dev/dsh/execworld/conformance"
 	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // The unprivileged leg: TestConformanceUnprivileged re-runs TestConformance
@@ -33,7 +34,7 @@ func TestConformance(t *testing.T) {
 	var copts conformance.Options
 	if parent := os.Getenv(unprivCgroupEnv); parent != "" {
 		// As the unprivileged user: its default state directory
-		// ($TMPDIR/dsh-native-UID) and the cgroup delegated to it.
+		// (/tmp/dsh-native-UID) and the cgroup delegated to it.
 		opts.CgroupParent = parent
 		copts.Probe = os.Getenv(unprivProbeEnv)
 	} else {
@@ -60,7 +61,8 @@ func TestConformanceUnprivileged(t *testing.T) {
 	parent := delegateCgroups(t, uid, gid)
 
 	// Everything the child reads lives in dir (traversable by all); its
-	// TMPDIR, which holds its state directories, is its own.
+	// TMPDIR, which holds its workspaces, is its own. Its state directory
+	// is the default, /tmp/dsh-native-UID.
 	dir := hostTempDir(t)
 	os.Chmod(dir, 0o755)
 	bin := unprivBinary(t, dir)
@@ -79,6 +81,8 @@ func TestConformanceUnprivileged(t *testing.T) {
 	if err := os.Chown(tmp, uid, gid); err != nil {
 		t.Fatal(err)
 	}
+
+	t.Cleanup(func() { os.RemoveAll(sandbox.StateDirs(uid)[2]) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

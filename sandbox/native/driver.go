@@ -12,9 +12,11 @@ type Options struct {
 	// Executable is the binary re-executed as the init; it must dispatch
 	// InitArg to InitMain. If empty, os.Executable() (dsh itself).
 	Executable string
-	// StateDir holds one private directory per world. If empty,
-	// /run/dsh-native for root, else $XDG_RUNTIME_DIR/dsh-native or
-	// $TMPDIR/dsh-native-UID.
+	// StateDir holds one private directory per world. If empty, the first
+	// of sandbox.StateDirs the caller may use: /run/dsh-native for root,
+	// else /run/user/UID/dsh-native, else /tmp/dsh-native-UID (never one
+	// the environment names). No world's workspace or bind may overlap
+	// it.
 	StateDir string
 	// CgroupParent is the cgroup, relative to the root of each hierarchy
 	// (memory, pids, cpu and freezer on v1; the unified one on v2), under

@@ -81,10 +81,9 @@ func haveCachedInit() bool {
 // has the directory masked, a docker world never runs as the host's root,
 // and no workspace or writable bind may be /run, in it or above it
 // (sandbox.CheckWorkspace, sandbox.UserBind). Any other state directory
-// — an unprivileged caller's, under $XDG_RUNTIME_DIR or $TMPDIR — may lie
-// inside a workspace a world writes with the caller's own uid (renaming a
-// masked directory's parent moves the mask away), so a file there could
-// be planted: such a caller keeps the per-process memfd. A variable for
+// — an unprivileged caller's — is written by worlds running with the
+// caller's own uid had it ever been inside a workspace, so a file there
+// is not trusted as the init: such a caller keeps the per-process memfd. A variable for
 // the tests, whose state directories are their own.
 var cachedInitBase = "/run/dsh-native"
 

@@ -141,6 +141,9 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	if p.base, err = stateBase(d.opts.StateDir); err != nil {
 		return nil, err
 	}
+	if err := checkApart(p.base, ws, spec.Mounts); err != nil {
+		return nil, err
+	}
 	if p.cgParent, err = d.cgroupParent(); err != nil {
 		return nil, err
 	}

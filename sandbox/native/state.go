@@ -7,23 +7,35 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // stateBase returns the caller's private directory that holds one
 // directory per world (its egress socket and the mount point of its
 // root), creating it 0700. A directory that exists but is not private to
 // the caller is an error, not something to trust or to fix silently.
+//
+// The default is the first of sandbox.StateDirs the caller may use: root's
+// /run/dsh-native, the caller's own /run/user/UID, else /tmp. It never
+// follows the environment ($XDG_RUNTIME_DIR, $TMPDIR), which could name a
+// directory inside some world's workspace: every dsh of a uid refuses
+// workspaces and binds that overlap these same directories
+// (sandbox.StateOverlap).
 func stateBase(override string) (string, error) {
 	uid := os.Getuid()
 	base := override
 	if base == "" {
+		dirs := sandbox.StateDirs(uid)
 		switch {
 		case uid == 0 && writableDir("/run"):
-			base = "/run/dsh-native"
-		case os.Getenv("XDG_RUNTIME_DIR") != "":
-			base = filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "dsh-native")
+			base = dirs[0]
+		case privateDir(filepath.Dir(dirs[1]), uid):
+			base = dirs[1]
 		default:
-			base = filepath.Join(os.TempDir(), "dsh-native-"+strconv.Itoa(uid))
+			base = dirs[2]
 		}
 	}
 	if err := os.MkdirAll(base, 0o700); err != nil {
@@ -39,6 +51,45 @@ func stateBase(override string) (string, error) {
 		return "", fmt.Errorf("native: state directory %s must be a directory owned by uid %d with mode 0700 or 0711; remove it and retry", base, uid)
 	}
 	return base, nil
+}
+
+// checkApart refuses a workspace or bind source that is, lies inside, or
+// contains the state directory base: a world could reach other worlds'
+// sockets there, replace their roots, or rename the directory from under
+// its mask. sandbox.Validate refuses the default directories already;
+// this holds for Options.StateDir and for a Spec's own binds too.
+func checkApart(base, ws string, mounts []specs.Mount) error {
+	const why = "a world could reach other worlds' sockets and replace their roots"
+	real := base
+	if r, err := filepath.EvalSymlinks(base); err == nil {
+		real = r
+	}
+	overlaps := func(p string) bool {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		return sandbox.IsWithin(p, real) || sandbox.IsWithin(real, p)
+	}
+	if ws != "" && overlaps(ws) {
+		return invalid(&sandbox.SpecError{Field: "Workspace", Msg: fmt.Sprintf("%s overlaps the native state directory %s: %s", ws, base, why), Fix: "use a project directory outside it"})
+	}
+	for i, m := range mounts {
+		if sandbox.IsBind(m) && overlaps(m.Source) {
+			return invalid(&sandbox.SpecError{Field: fmt.Sprintf("Mounts[%d]", i), Msg: fmt.Sprintf("the bind source %s overlaps the native state directory %s: %s", m.Source, base, why), Fix: "bind a directory outside it"})
+		}
+	}
+	return nil
+}
+
+// privateDir reports whether p is a directory of uid's that no one else
+// may write (a login's /run/user/UID).
+func privateDir(p string, uid int) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == uid && fi.Mode().Perm()&0o022 == 0
 }
 
 func writableDir(p string) bool { return syscall.Access(p, 2 /* W_OK */) == nil }

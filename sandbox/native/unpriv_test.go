@@ -116,14 +116,16 @@ func TestUnprivilegedUser(t *testing.T) {
 	ws := filepath.Join(dir, "ws")
 	os.Mkdir(ws, 0o755)
 	os.Chown(ws, uid, gid)
-	t.Cleanup(func() { os.RemoveAll(filepath.Join(os.TempDir(), "dsh-native-"+strconv.Itoa(uid))) })
+	t.Cleanup(func() { os.RemoveAll(sandbox.StateDirs(uid)[2]) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, helperArg, "unpriv", ws)
 	// The workspace is in the home, not the home itself (which a Spec
 	// must allow explicitly).
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir}
+	// $TMPDIR and $XDG_RUNTIME_DIR point into the workspace: dsh's state
+	// must not follow them there, where the world writes.
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir, "TMPDIR=" + ws, "XDG_RUNTIME_DIR=" + ws}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -141,6 +143,12 @@ func TestUnprivilegedUser(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("unprivileged run lacks %q", want)
 		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(ws, "dsh-native*")); len(m) > 0 {
+		t.Errorf("the state directory followed the environment into the workspace: %v", m)
+	}
+	if _, err := os.Stat(sandbox.StateDirs(uid)[2]); err != nil {
+		t.Errorf("the default state directory: %v", err)
 	}
 	fi, err := os.Stat(filepath.Join(ws, "made-inside"))
 	if err != nil {
