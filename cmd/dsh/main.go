@@ -26,7 +26,8 @@ func main() {
 
 // run executes the command line and returns the process exit status.
 func run(args []string) int {
-	if isRunLine(args) {
+	runLine := isRunLine(args)
+	if runLine {
 		// The init of dsh run's world spawns while the commands are
 		// built and the configuration loads; whatever ends the command
 		// before a world takes it (another driver, a bad flag or
@@ -34,7 +35,7 @@ func run(args []string) int {
 		native.Prestart()
 		defer native.DropPrestart()
 	}
-	root := newRootCmd()
+	root := newRoot(runLine)
 	cliTrace.mark("command tree")
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
@@ -62,9 +63,8 @@ func run(args []string) int {
 }
 
 // isRunLine reports whether args are dsh run's, read before the command
-// tree exists. It is only a hint for starting work early: a line it
-// misreads costs one init spawned for nothing (it ends with dsh) or
-// loses the head start, nothing else.
+// tree exists: the first argument that is not --config and its value is
+// "run", so cobra dispatches the line to run.
 func isRunLine(args []string) bool {
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
