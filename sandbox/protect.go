@@ -114,14 +114,33 @@ func CheckProtected(list []string) error {
 // path either, so it needs none. Otherwise a placeholder that cannot be
 // made is an error.
 //
+// masks are the world's masks (absolute real paths). Each directory
+// between the workspace and a mask inside it is pinned: a mask travels
+// with its directory, so a world that could rename a parent away would
+// leave the masked path free for a directory of its own, which a host
+// tool then reads as its own (dsh's configuration and trust store).
+//
 // Close removes the placeholders, unless they are no longer empty or
 // another world still uses them. On error nothing is left behind.
-func PrepareProtected(ws string, list []string, worldIsCaller bool) (_ *Protection, err error) {
+func PrepareProtected(ws string, list, masks []string, worldIsCaller bool) (_ *Protection, err error) {
 	if err := CheckProtected(list); err != nil {
 		return nil, err
 	}
 	p := &Protection{ws: ws, worldIsCaller: worldIsCaller}
-	if len(list) == 0 {
+	var inside []string // masks in the workspace, relative to it
+	for _, m := range masks {
+		if !filepath.IsAbs(m) {
+			continue // ~/…: a home's secrets, hidden wherever they are moved
+		}
+		real := filepath.Clean(m)
+		if r, err := filepath.EvalSymlinks(real); err == nil {
+			real = r
+		}
+		if rel, ok := strings.CutPrefix(real, ws+"/"); ok {
+			inside = append(inside, rel)
+		}
+	}
+	if len(list) == 0 && len(inside) == 0 {
 		return p, nil
 	}
 	root, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -150,6 +169,9 @@ func PrepareProtected(ws string, list []string, worldIsCaller bool) (_ *Protecti
 		case err != nil:
 			return nil, fmt.Errorf("protected path %s: %w; dsh must be able to make it read-only (give dsh's user write access to the workspace, or remove the entry from sandbox.protected)", entry, err)
 		}
+	}
+	for _, rel := range inside {
+		p.pinParents(root, rel, want)
 	}
 	rels := make([]string, 0, len(want))
 	for rel := range want {
@@ -228,6 +250,26 @@ func (p *Protection) resolve(root int, entry string, want map[string]bool) error
 		}
 	}
 	return nil
+}
+
+// pinParents pins each directory between the workspace and rel (a
+// mask's path): a mount point no world can rename. It stops at the first
+// that is missing or no plain directory; no mask is mounted through it
+// either.
+func (p *Protection) pinParents(root int, rel string, want map[string]bool) {
+	comps := strings.Split(rel, "/")
+	for i := 1; i < len(comps); i++ {
+		dir := strings.Join(comps[:i], "/")
+		if want[dir] {
+			return // read-only, with everything below
+		}
+		fd, err := openBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return
+		}
+		unix.Close(fd)
+		want[dir] = false
+	}
 }
 
 // linkError is a symbolic link on a protected path.

@@ -48,7 +48,7 @@ func TestPrepareProtectedRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := PrepareProtected(ws, DefaultProtected, false)
+	p, err := PrepareProtected(ws, DefaultProtected, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestPrepareProtectedRepository(t *testing.T) {
 // placeholder that covers config, hooks and info.
 func TestPrepareProtectedEmpty(t *testing.T) {
 	ws := t.TempDir()
-	p, err := PrepareProtected(ws, DefaultProtected, false)
+	p, err := PrepareProtected(ws, DefaultProtected, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +102,11 @@ func TestPrepareProtectedEmpty(t *testing.T) {
 // world on the same workspace still holds.
 func TestPrepareProtectedCloseLeaves(t *testing.T) {
 	ws := t.TempDir()
-	a, err := PrepareProtected(ws, []string{"dsh.yaml", ".dsh/"}, false)
+	a, err := PrepareProtected(ws, []string{"dsh.yaml", ".dsh/"}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := PrepareProtected(ws, []string{".dsh/"}, false)
+	b, err := PrepareProtected(ws, []string{".dsh/"}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPrepareProtectedSymlink(t *testing.T) {
 		if err := os.Symlink("/etc", filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := PrepareProtected(ws, DefaultProtected, false)
+		_, err := PrepareProtected(ws, DefaultProtected, nil, false)
 		var se *SpecError
 		if !errors.As(err, &se) || !strings.HasPrefix(se.Field, "Protected[") || !strings.Contains(se.Msg, link+" in the workspace") || !strings.Contains(se.Msg, "symbolic link") {
 			t.Errorf("%s a link: %v", link, err)
@@ -145,13 +145,41 @@ func TestPrepareProtectedSymlink(t *testing.T) {
 func TestPrepareProtectedGitFile(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: /elsewhere\n"), 0o644)
-	p, err := PrepareProtected(ws, []string{".git/config", ".git/hooks/"}, false)
+	p, err := PrepareProtected(ws, []string{".git/config", ".git/hooks/"}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	if got, want := mounts(ws, p), []string{"ro .git"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("mounts %q, want %q", got, want)
+	}
+}
+
+// Every directory between the workspace and a mask inside it is pinned,
+// so that no world can move the mask away from its path; the walk stops
+// at a link or a missing directory, and masks elsewhere pin nothing.
+func TestPrepareProtectedPinsMasksParents(t *testing.T) {
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".config/dsh"), 0o700)
+	os.MkdirAll(filepath.Join(ws, "real/x/y"), 0o700)
+	os.Symlink("real", filepath.Join(ws, "link"))
+	masks := []string{ws + "/.config/dsh", ws + "/link/x/y", ws + "/missing/a/b", "/etc/shadow", "~/.ssh"}
+	p, err := PrepareProtected(ws, nil, masks, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// link/x/y resolves to real/x/y: its parents real and real/x.
+	if got, want := mounts(ws, p), []string{"pin .config", "pin real", "pin real/x"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("mounts %q, want %q", got, want)
+	}
+	p2, err := PrepareProtected(ws, []string{".config/"}, masks[:1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	if got, want := mounts(ws, p2), []string{"ro .config"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("a read-only parent: mounts %q, want %q", got, want)
 	}
 }
 
@@ -179,11 +207,11 @@ func TestPrepareProtectedUnwritable(t *testing.T) {
 	ws := t.TempDir()
 	os.Chmod(ws, 0o555)
 	defer os.Chmod(ws, 0o755)
-	p, err := PrepareProtected(ws, DefaultProtected, true)
+	p, err := PrepareProtected(ws, DefaultProtected, nil, true)
 	if err != nil || len(p.Mounts) != 0 {
 		t.Errorf("world with the caller's ids: %v, %v", p, err)
 	}
-	if _, err := PrepareProtected(ws, DefaultProtected, false); err == nil || !strings.Contains(err.Error(), "placeholder") || !strings.Contains(err.Error(), "write access to the workspace") {
+	if _, err := PrepareProtected(ws, DefaultProtected, nil, false); err == nil || !strings.Contains(err.Error(), "placeholder") || !strings.Contains(err.Error(), "write access to the workspace") {
 		t.Errorf("another world identity: %v", err)
 	}
 }

@@ -55,11 +55,16 @@ func TestWorldCannotWriteTheTrustStore(t *testing.T) {
 					os.Chmod(store, 0o666)
 				}
 				// The world tries everything a writer would: write in place,
-				// replace, create the directory.
+				// replace, create the directory, move it or its parent
+				// away (with the mask) and make its own in its place.
 				script := `cat .config/dsh/trusted.json 2>/dev/null && echo READ
 mkdir -p .config/dsh 2>/dev/null
 echo '{"version":1,"files":[{"path":"x","sha256":"y"}]}' > .config/dsh/trusted.json 2>/dev/null && echo WROTE
 echo 'sandbox: {limits: {off: true}}' > .config/dsh/config.yaml 2>/dev/null && echo WROTE-CONFIG
+mv .config .config-moved 2>/dev/null && echo MOVED-PARENT
+mv .config/dsh .config/dsh-moved 2>/dev/null && echo MOVED-DIR
+mkdir -p .config/dsh 2>/dev/null
+echo 'sandbox: {limits: {off: true}}' > .config/dsh/config.yaml 2>/dev/null && echo WROTE-AFTER-MOVE
 true`
 				cmd := exec.Command(bin, append(append([]string{"run", "--driver", driver}, args...), "--", "sh", "-c", script)...)
 				cmd.Dir = ws
@@ -77,7 +82,7 @@ true`
 					}
 					t.Fatalf("dsh run (%s): %v\nstdout: %s\nstderr: %s", leg, err, out.String(), errOut.String())
 				}
-				if bytes.Contains(out.Bytes(), []byte("READ")) || bytes.Contains(out.Bytes(), []byte("WROTE")) {
+				if bytes.Contains(out.Bytes(), []byte("READ")) || bytes.Contains(out.Bytes(), []byte("WROTE")) || bytes.Contains(out.Bytes(), []byte("MOVED")) {
 					t.Errorf("store existing=%v: a %s world read or wrote dsh's config directory:\n%s", exists, leg, out.String())
 				}
 				got, err := os.ReadFile(store)

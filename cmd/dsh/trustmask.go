@@ -14,7 +14,9 @@ import (
 // ($XDG_CONFIG_HOME/dsh: the trust store and the user's config, both
 // trusted) in the world of spec, so no world can read or write them even
 // where they lie inside its workspace (a workspace holding
-// $XDG_CONFIG_HOME, or the home itself with --workspace-home). Drivers
+// $XDG_CONFIG_HOME, or the home itself with --workspace-home); the
+// directories between the workspace and a mask are pinned, so it cannot
+// be moved aside for the world's own (sandbox.PrepareProtected). Drivers
 // skip masks of paths that do not exist, so the directory is created
 // (0700) first; when it cannot be and it lies in the workspace, the world
 // is not opened, nor is one whose workspace lies inside the directory.

@@ -172,7 +172,7 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		Labels:     labels,
 	}
 	plan.Home, _ = os.UserHomeDir()
-	if w.protection, err = sandbox.PrepareProtected(spec.Workspace, spec.Protected, false); err != nil {
+	if w.protection, err = sandbox.PrepareProtected(spec.Workspace, spec.Protected, spec.Masks, false); err != nil {
 		return nil, invalid(err)
 	}
 	plan.Protected = w.protection.Mounts

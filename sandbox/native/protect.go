@@ -9,7 +9,7 @@ import "github.com/dsh-dev/dsh/sandbox"
 func (s *starting) protect() error {
 	// Unmapped (an unprivileged caller), the world writes with the
 	// caller's own ids and no capability.
-	prot, err := sandbox.PrepareProtected(s.ws, s.protected, !s.mapped)
+	prot, err := sandbox.PrepareProtected(s.ws, s.protected, s.cfg.Masks, !s.mapped)
 	if err != nil {
 		return invalid(err)
 	}
