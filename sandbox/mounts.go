@@ -73,8 +73,9 @@ func (m MountOptions) Flags() uintptr {
 func IsBind(m specs.Mount) bool { return m.Type == "bind" || m.Type == "rbind" || m.Type == "" }
 
 // CheckMounts checks what every driver requires of a Spec's mounts: an
-// absolute destination, a tmpfs or a bind of an absolute host path, and
-// options that ParseMountOptions knows.
+// absolute destination, a tmpfs or a bind of an absolute host path,
+// options that ParseMountOptions knows, and no writable bind of dsh's
+// own state (StateOverlap).
 func CheckMounts(mounts []specs.Mount) error {
 	for i, m := range mounts {
 		field := fmt.Sprintf("Mounts[%d]", i)
@@ -90,8 +91,14 @@ func CheckMounts(mounts []specs.Mount) error {
 		default:
 			return &SpecError{Field: field, Msg: fmt.Sprintf("mount type %q at %s is not supported", m.Type, m.Destination), Fix: "use tmpfs or bind"}
 		}
-		if _, err := ParseMountOptions(m.Options); err != nil {
+		o, err := ParseMountOptions(m.Options)
+		if err != nil {
 			return &SpecError{Field: field + ".Options", Msg: fmt.Sprintf("%s: %v", m.Destination, err), Fix: "remove it"}
+		}
+		if IsBind(m) && !o.ReadOnly {
+			if state := StateOverlap(m.Source); state != "" {
+				return &SpecError{Field: field, Msg: fmt.Sprintf("the writable bind source %s is, holds or lies in %s, dsh's own state: %s", m.Source, state, StateWhy), Fix: "bind it read-only, or bind a directory that does not overlap it"}
+			}
 		}
 	}
 	return nil

@@ -234,7 +234,7 @@ func CheckWorkspace(path string, allowHome bool) (string, error) {
 		return bad(fmt.Sprintf("%s %s %s: %s", name, where, sys, systemWhy(sys)), project)
 	}
 	if state := StateOverlap(real); state != "" {
-		return bad(fmt.Sprintf("%s overlaps %s, dsh's own state: %s", name, state, stateWhy), project)
+		return bad(fmt.Sprintf("%s is, holds or lies in %s, dsh's own state: %s", name, state, StateWhy), project)
 	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(real, &st); err != nil {
@@ -271,23 +271,24 @@ func systemLocation(real string) string {
 
 // StateDirs are every directory a native driver keeps uid's state in
 // when it is not told another (sandbox/native's stateBase picks the first
-// it may use): each world's egress socket and the mount point of its
-// root. None depends on the environment, so every dsh of uid checks its
-// workspaces against the same ones.
+// it may use): the mount point of each world's root. None depends on the
+// environment, so every dsh of uid checks its workspaces against the
+// same ones.
 func StateDirs(uid int) []string {
 	return []string{"/run/dsh-native", "/run/user/" + strconv.Itoa(uid) + "/dsh-native", "/tmp/dsh-native-" + strconv.Itoa(uid)}
 }
 
-// stateWhy says what a world could do with dsh's state in reach.
-const stateWhy = "a world could reach other worlds' egress sockets, replace their roots, and rename the directory away from under its mask"
+// StateWhy says what a world could do with dsh's state writable.
+const StateWhy = "a world could replace other worlds' roots, or rename the directory away from under its mask and make its own in its place"
 
-// StateOverlap returns the native state directory that real (symlinks
-// resolved) is, is inside of, or contains, or "": the caller's
-// (StateDirs) or any uid's under /tmp. No workspace or bind may overlap
-// one, whatever its mode.
-func StateOverlap(real string) string {
-	tmps := []string{"/tmp", realPath("/tmp")}
-	for _, tmp := range tmps {
+// StateOverlap returns the native state directory that path is, is
+// inside of, or contains, or "": the caller's (StateDirs) or any uid's
+// under /tmp. path is cleaned and its symbolic links resolved (as far as
+// it exists). No workspace or writable bind may overlap one; reading one
+// shows only empty mount points.
+func StateOverlap(path string) string {
+	real := realPath(filepath.Clean(path))
+	for _, tmp := range []string{"/tmp", realPath("/tmp")} {
 		if IsWithin(tmp, real) {
 			return tmp + "/dsh-native-*"
 		}

@@ -75,9 +75,10 @@ func TestCheckWorkspace(t *testing.T) {
 	}
 }
 
-// dsh's native state (every world's egress socket and root) is never a
-// world's workspace or bind source, nor inside one, nor around one: the
-// /tmp fallback of any uid, and /run's, are refused in every mode.
+// dsh's native state (every world's root mount point) is never a
+// world's workspace or writable bind source, nor inside one, nor around
+// one: the /tmp fallback of any uid, however the path is spelt. Read-only,
+// it shows only empty directories, and may be bound.
 func TestStateNeverInAWorld(t *testing.T) {
 	state := fmt.Sprintf("/tmp/dsh-native-t%d", os.Getpid())
 	proj := filepath.Join(state, "proj")
@@ -89,7 +90,8 @@ func TestStateNeverInAWorld(t *testing.T) {
 	if err := os.Symlink(proj, link); err != nil {
 		t.Fatal(err)
 	}
-	for _, ws := range []string{state, proj, link} {
+	unclean := strings.Replace(proj, "/tmp/", "/tmp/./", 1) + "/"
+	for _, ws := range []string{state, proj, link, unclean} {
 		_, err := CheckWorkspace(ws, false)
 		var se *SpecError
 		if !errors.As(err, &se) || se.Field != "Workspace" || !strings.Contains(err.Error(), "dsh's own state") {
@@ -97,16 +99,27 @@ func TestStateNeverInAWorld(t *testing.T) {
 		}
 	}
 	ws := t.TempDir()
-	for _, src := range []string{state, proj, link, "/tmp", "/run"} {
-		for _, mode := range []string{"", ":ro", ":rw"} {
-			arg := src + ":/mnt/x" + mode
-			if _, err := UserBind(arg, ws); err == nil || !strings.Contains(err.Error(), "dsh's own state") {
-				t.Errorf("UserBind(%q) = %v, want refused as dsh's own state", arg, err)
-			}
+	for _, src := range []string{state, proj, link, unclean} {
+		arg := src + ":/mnt/x:rw"
+		if _, err := UserBind(arg, ws); err == nil || !strings.Contains(err.Error(), "dsh's own state") {
+			t.Errorf("UserBind(%q) = %v, want refused as dsh's own state", arg, err)
+		}
+		spec := DefaultSpec(ws)
+		spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: src, Destination: "/mnt/x", Options: []string{"rbind"}})
+		if _, err := Validate(spec); err == nil || !strings.Contains(err.Error(), "dsh's own state") {
+			t.Errorf("Validate(a writable Spec bind of %s) = %v, want refused as dsh's own state", src, err)
+		}
+		spec.Mounts[len(spec.Mounts)-1].Options = []string{"rbind", "ro"}
+		if _, err := Validate(spec); err != nil {
+			t.Errorf("Validate(a read-only Spec bind of %s) = %v, want accepted", src, err)
 		}
 	}
-	if _, err := UserBind(ws+":/mnt/x:ro", ws); err != nil {
-		t.Errorf("a project directory as a bind: %v", err)
+	for _, src := range []string{state, "/tmp", "/run", "/"} {
+		for _, mode := range []string{"", ":ro"} {
+			if _, err := UserBind(src+":/mnt/x"+mode, ws); err != nil {
+				t.Errorf("UserBind(%q) read-only = %v, want accepted", src+":/mnt/x"+mode, err)
+			}
+		}
 	}
 }
 

@@ -125,9 +125,6 @@ func UserBind(arg, workspace string) (specs.Mount, error) {
 			return specs.Mount{}, fmt.Errorf("%q: the destination %s would cover the workspace %s or a part of it (the workspace is the same host directory at the same path inside); mount it outside the workspace, such as /mnt/NAME", arg, dst, w)
 		}
 	}
-	if state := StateOverlap(src); state != "" {
-		return specs.Mount{}, fmt.Errorf("%q: the source %s overlaps %s, dsh's own state: %s; bind a directory outside it", arg, src, state, stateWhy)
-	}
 	mode := b.Mode
 	inside := IsWithin(src, ws)
 	if mode == "" {
@@ -149,6 +146,9 @@ func UserBind(arg, workspace string) (specs.Mount, error) {
 func writableSourceRefused(real string) string {
 	if sys := systemLocation(real); sys != "" {
 		return fmt.Sprintf("it is (in) the system location %s: %s", sys, systemWhy(sys))
+	}
+	if state := StateOverlap(real); state != "" {
+		return fmt.Sprintf("it is, holds or lies in %s, dsh's own state: %s", state, StateWhy)
 	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(real, &st); err == nil {

@@ -14,8 +14,7 @@ import (
 )
 
 // stateBase returns the caller's private directory that holds one
-// directory per world (its egress socket and the mount point of its
-// root), creating it 0700. A directory that exists but is not private to
+// directory per world (the mount point of its root), creating it 0700. A directory that exists but is not private to
 // the caller is an error, not something to trust or to fix silently.
 //
 // The default is the first of sandbox.StateDirs the caller may use: root's
@@ -27,7 +26,12 @@ import (
 func stateBase(override string) (string, error) {
 	uid := os.Getuid()
 	base := override
-	if base == "" {
+	if base != "" {
+		if !filepath.IsAbs(base) {
+			return "", fmt.Errorf("native: the state directory %q is not an absolute path; give Options.StateDir as one", base)
+		}
+		base = filepath.Clean(base)
+	} else {
 		dirs := sandbox.StateDirs(uid)
 		switch {
 		case uid == 0 && writableDir("/run"):
@@ -48,37 +52,42 @@ func stateBase(override string) (string, error) {
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	// 0711 is a root dsh's: its mapped worlds search it (idmap.go).
 	if !fi.IsDir() || st == nil || int(st.Uid) != uid || fi.Mode().Perm()&0o066 != 0 {
-		return "", fmt.Errorf("native: state directory %s must be a directory owned by uid %d with mode 0700 or 0711; remove it and retry", base, uid)
+		owner := "no one"
+		if st != nil {
+			owner = "uid " + strconv.Itoa(int(st.Uid))
+		}
+		return "", fmt.Errorf("native: state directory %s (owned by %s, mode %04o) must be a directory owned by uid %d with mode 0700 or 0711; remove it (as its owner or root) and retry", base, owner, fi.Mode().Perm(), uid)
 	}
 	return base, nil
 }
 
-// checkApart refuses a workspace or bind source that is, lies inside, or
-// contains the state directory base: a world could reach other worlds'
-// sockets there, replace their roots, or rename the directory from under
-// its mask. sandbox.Validate refuses the default directories already;
-// this holds for Options.StateDir and for a Spec's own binds too.
+// checkApart refuses a workspace or writable bind source that is, lies
+// inside, or contains the state directory base (sandbox.StateWhy).
+// sandbox.Validate refuses the default directories already; this holds
+// for Options.StateDir too.
 func checkApart(base, ws string, mounts []specs.Mount) error {
-	const why = "a world could reach other worlds' sockets and replace their roots"
-	real := base
-	if r, err := filepath.EvalSymlinks(base); err == nil {
-		real = r
-	}
+	real := realOrClean(base)
 	overlaps := func(p string) bool {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
-		}
+		p = realOrClean(p)
 		return sandbox.IsWithin(p, real) || sandbox.IsWithin(real, p)
 	}
 	if ws != "" && overlaps(ws) {
-		return invalid(&sandbox.SpecError{Field: "Workspace", Msg: fmt.Sprintf("%s overlaps the native state directory %s: %s", ws, base, why), Fix: "use a project directory outside it"})
+		return invalid(&sandbox.SpecError{Field: "Workspace", Msg: fmt.Sprintf("%s is, holds or lies in the native state directory %s: %s", ws, base, sandbox.StateWhy), Fix: "use a project directory outside it"})
 	}
 	for i, m := range mounts {
-		if sandbox.IsBind(m) && overlaps(m.Source) {
-			return invalid(&sandbox.SpecError{Field: fmt.Sprintf("Mounts[%d]", i), Msg: fmt.Sprintf("the bind source %s overlaps the native state directory %s: %s", m.Source, base, why), Fix: "bind a directory outside it"})
+		if o, err := sandbox.ParseMountOptions(m.Options); err == nil && sandbox.IsBind(m) && !o.ReadOnly && overlaps(m.Source) {
+			return invalid(&sandbox.SpecError{Field: fmt.Sprintf("Mounts[%d]", i), Msg: fmt.Sprintf("the writable bind source %s is, holds or lies in the native state directory %s: %s", m.Source, base, sandbox.StateWhy), Fix: "bind it read-only, or bind a directory that does not overlap it"})
 		}
 	}
 	return nil
+}
+
+// realOrClean is p with its symbolic links resolved, else cleaned.
+func realOrClean(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // privateDir reports whether p is a directory of uid's that no one else

@@ -147,7 +147,12 @@ func TestUnprivilegedUser(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(ws, "dsh-native*")); len(m) > 0 {
 		t.Errorf("the state directory followed the environment into the workspace: %v", m)
 	}
-	if _, err := os.Stat(sandbox.StateDirs(uid)[2]); err != nil {
+	dirs := sandbox.StateDirs(uid)
+	want := dirs[2]
+	if privateDir(filepath.Dir(dirs[1]), uid) {
+		want = dirs[1]
+	}
+	if _, err := os.Stat(want); err != nil {
 		t.Errorf("the default state directory: %v", err)
 	}
 	fi, err := os.Stat(filepath.Join(ws, "made-inside"))

@@ -27,9 +27,10 @@ func TestCheckSpecUsesTheSharedValidation(t *testing.T) {
 	}
 }
 
-// A world never reaches the state directory, whichever it is: a
-// workspace or a bind source that is, lies inside or contains
-// Options.StateDir is refused before anything starts.
+// A world never writes the state directory, whichever it is: a
+// workspace or a writable bind source that is, lies inside or contains
+// Options.StateDir is refused before anything starts. A relative one is
+// refused too.
 func TestStateDirApartFromWorlds(t *testing.T) {
 	testenv.RequireUserNS(t)
 	outer := hostTempDir(t)
@@ -50,7 +51,7 @@ func TestStateDirApartFromWorlds(t *testing.T) {
 	} {
 		spec := sandbox.DefaultSpec(tc.ws)
 		if tc.bind != "" {
-			spec.Mounts = append([]specs.Mount{{Type: "bind", Source: tc.bind, Destination: "/tmp/x", Options: []string{"rbind", "ro"}}}, spec.Mounts...)
+			spec.Mounts = append([]specs.Mount{{Type: "bind", Source: tc.bind, Destination: "/tmp/x", Options: []string{"rbind"}}}, spec.Mounts...)
 		}
 		in, err := New(&Options{Executable: initExe(t), StateDir: tc.state}).Open(context.Background(), spec, nil)
 		if in != nil {
@@ -60,5 +61,8 @@ func TestStateDirApartFromWorlds(t *testing.T) {
 		if !errors.As(err, &se) || se.Field != tc.field || !strings.Contains(err.Error(), "state directory") {
 			t.Errorf("%s: Open = %v, want a %s SpecError naming the state directory", tc.name, err, tc.field)
 		}
+	}
+	if _, err := New(&Options{Executable: initExe(t), StateDir: "state"}).Open(context.Background(), sandbox.DefaultSpec(other), nil); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Errorf("a relative StateDir: Open = %v, want refused as not absolute", err)
 	}
 }
