@@ -143,9 +143,9 @@ func PrepareProtected(ws string, list, masks []string, worldIsCaller bool) (_ *P
 	if len(list) == 0 && len(inside) == 0 {
 		return p, nil
 	}
-	root, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := OpenExact(ws)
 	if err != nil {
-		return nil, fmt.Errorf("protected paths: opening the workspace %s: %w", ws, err)
+		return nil, fmt.Errorf("protected paths: opening the workspace %w", err)
 	}
 	defer unix.Close(root)
 	unlock, err := lockWorkspace(ws)
@@ -201,6 +201,24 @@ func PrepareProtected(ws string, list, masks []string, worldIsCaller bool) (_ *P
 		}
 	}
 	return p, nil
+}
+
+// OpenExact opens the path dsh checked (absolute, its links resolved
+// when it was checked) as an O_PATH descriptor, following no symbolic
+// link. A world that may write a directory above it could swap a part of
+// it for a link between the check and its use, to have dsh or the world
+// use what the link names (a system location, another's home); the swap
+// is then refused, not followed. A directory left at the path without a
+// link lies where the check said, whatever a world renamed.
+func OpenExact(p string) (int, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if errors.Is(err, unix.ELOOP) {
+		return -1, fmt.Errorf("%s: a symbolic link is in its path since dsh checked it; refusing to follow it (is a world writing a directory above it?)", p)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("%s: %w", p, err)
+	}
+	return fd, nil
 }
 
 // beneath is how every protected path is resolved: inside the workspace,

@@ -203,9 +203,9 @@ func detachedTrees(pid int, ws string, allow []string) (fds []int, err error) {
 // cloneTree returns a detached recursive copy of the mounts at path with
 // attr applied to all of them.
 func cloneTree(path string, attr *unix.MountAttr) (int, error) {
-	fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	fd, err := nsinit.CloneExact(path)
 	if err != nil {
-		return -1, fmt.Errorf("open_tree: %w", err)
+		return -1, err
 	}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
 		unix.Close(fd)

@@ -152,6 +152,18 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	homes, allow := homeLayout(spec.HomeAllow, ws, masks)
 	// The write budget: tmpfs sizes and RLIMIT_FSIZE (package sandbox).
 	bounds := sandbox.Bounds(spec, 0)
+	// Binds by their real paths: the init binds exactly those, through
+	// no link (nsinit.CloneExact).
+	for i, m := range bounds.Mounts {
+		if !sandbox.IsBind(m) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(m.Source)
+		if err != nil {
+			return nil, invalid(&sandbox.SpecError{Field: fmt.Sprintf("Mounts[%d]", i), Msg: fmt.Sprintf("the bind source %s: %v", m.Source, err), Fix: "create it or fix the path"})
+		}
+		bounds.Mounts[i].Source = real
+	}
 	p.cfg = &nsinit.Config{
 		Workspace: ws, Hostname: spec.Hostname,
 		Masks: append(masks, homes...),
@@ -188,6 +200,11 @@ type filterResult struct {
 	err  error
 }
 
+// afterPlan runs between the checks of plan and the steps that use what
+// they checked: the tests swap a checked path for a link there, as a
+// world writing a directory above it could.
+var afterPlan = func() {}
+
 // starting is one start in progress: the launch being built and what
 // only the start needs (its descriptors, closed by transient whether it
 // succeeds or not).
@@ -221,6 +238,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 	if err != nil {
 		return nil, err
 	}
+	afterPlan()
 	s := &starting{plan: p, d: d, ctx: ctx, io3: io3, l: &launch{}}
 	defer s.transient.run()
 	tr.mark("plan")

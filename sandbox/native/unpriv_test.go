@@ -64,6 +64,24 @@ func unprivHelper(ws string) int {
 	}
 	r := d.Inspect(context.Background())
 	fmt.Printf("probe: userns=%v pivot=%v cgroupWritable=%v trial=%q\n", r.UserNamespaces, r.PivotRoot, r.CgroupWritable, r.TrialError)
+
+	// A workspace swapped for a link after the checks: the init binds by
+	// the path itself (no protected paths here to open it first).
+	sub, other := filepath.Join(ws, "swap-sub"), filepath.Join(ws, "swap-other")
+	os.Mkdir(sub, 0o755)
+	os.Mkdir(other, 0o755)
+	spec = sandbox.DefaultSpec(sub)
+	spec.Resources, spec.Protected = nil, nil
+	afterPlan = func() {
+		os.Rename(sub, sub+".checked")
+		os.Symlink(other, sub)
+	}
+	in2, err := d.Open(context.Background(), spec, nil)
+	afterPlan = func() {}
+	if err == nil {
+		in2.Close()
+	}
+	fmt.Printf("swapped: %v\n", err)
 	return 0
 }
 
@@ -139,6 +157,7 @@ func TestUnprivilegedUser(t *testing.T) {
 		"CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "NoNewPrivs:\t1\n", "Seccomp:\t2\n",
 		"status: exit status 0 <nil>", "tty=33 99\r\n", `status 200 body "proxied egress-test.invalid"`,
 		"probe: userns=true pivot=true cgroupWritable=false",
+		"swapped: native: setting up the sandbox: mounting the workspace: binding " + ws + "/swap-sub: a symbolic link is in its path",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("unprivileged run lacks %q", want)

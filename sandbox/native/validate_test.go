@@ -66,3 +66,48 @@ func TestStateDirApartFromWorlds(t *testing.T) {
 		t.Errorf("a relative StateDir: Open = %v, want refused as not absolute", err)
 	}
 }
+
+// A path dsh checked and a world then swapped for a symbolic link (it
+// may write a directory above it: a second world's workspace inside the
+// first's) is refused, not followed: neither the workspace nor a bind
+// source becomes what the link names.
+func TestSwappedPathRefused(t *testing.T) {
+	testenv.RequireUserNS(t)
+	for _, swap := range []string{"workspace", "bind"} {
+		t.Run(swap, func(t *testing.T) {
+			parent := hostTempDir(t)
+			os.Chmod(parent, 0o755)
+			ws, src, outside := filepath.Join(parent, "ws"), filepath.Join(parent, "src"), filepath.Join(parent, "outside")
+			for _, d := range []string{ws, src, outside} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(filepath.Join(outside, "secret"), []byte("outside\n"), 0o644)
+			spec := sandbox.DefaultSpec(ws)
+			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: src, Destination: "/tmp/src", Options: []string{"rbind"}})
+			victim := ws
+			if swap == "bind" {
+				victim = src
+			}
+			afterPlan = func() {
+				if err := os.Rename(victim, victim+".checked"); err != nil {
+					t.Error(err)
+				}
+				if err := os.Symlink(outside, victim); err != nil {
+					t.Error(err)
+				}
+			}
+			t.Cleanup(func() { afterPlan = func() {} })
+			in, err := New(&Options{Executable: initExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
+			if err == nil {
+				defer in.Close()
+				out, _, _ := run(t, in, nil, "/bin/sh", "-c", "cat "+ws+"/secret /tmp/src/secret 2>&1")
+				t.Fatalf("the world opened on the swapped %s; it reads: %s", swap, out)
+			}
+			if !strings.Contains(err.Error(), "a symbolic link is in its path") {
+				t.Errorf("Open = %v, want refused for the link in the path", err)
+			}
+		})
+	}
+}

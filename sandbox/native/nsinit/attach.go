@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // A root dsh passes the init detached mounts (open_tree) of the workspace,
@@ -51,18 +53,37 @@ func awaitRelease() ([]byte, []int, error) {
 // mount namespace) or, with fd < 0, binds the host path src there (an
 // unprivileged caller, whose init may read everything the caller may).
 func attachTree(fd int, src, target string, attr *unix.MountAttr) error {
-	if fd >= 0 {
-		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("attaching %s: %w", src, err)
+	if fd < 0 {
+		var err error
+		if fd, err = CloneExact(src); err != nil {
+			return fmt.Errorf("binding %w", err)
 		}
-		unix.Close(fd)
-	} else if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("binding %s: %w", src, err)
+	}
+	err := unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH)
+	unix.Close(fd)
+	if err != nil {
+		return fmt.Errorf("attaching %s: %w", src, err)
 	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE, attr); err != nil {
 		return fmt.Errorf("setting the flags of %s: %w", src, err)
 	}
 	return nil
+}
+
+// CloneExact is a detached recursive bind (open_tree) of the tree at
+// exactly path p (sandbox.OpenExact): a part of it a world swapped for a
+// link since dsh checked it is refused, not followed.
+func CloneExact(p string) (int, error) {
+	fd, err := sandbox.OpenExact(p)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(fd)
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return -1, fmt.Errorf("%s: open_tree: %w", p, err)
+	}
+	return tree, nil
 }
 
 // coversAny reports whether mask m is an ancestor of (or equal to) one

@@ -173,7 +173,8 @@ func bindReadonly(src, target string) error {
 
 // specMount adds one Spec mount (tmpfs or bind) under root. A bind
 // attaches tree, the detached mount of its source a root dsh made, or
-// with tree < 0 binds the source by its path.
+// with tree < 0 binds the source at exactly its path (the real path dsh
+// checked, CloneExact).
 func specMount(root string, m specs.Mount, tree int) error {
 	target := filepath.Join(root, m.Destination)
 	opts, err := sandbox.ParseMountOptions(m.Options) // checked by sandbox.Validate
@@ -186,15 +187,15 @@ func specMount(root string, m specs.Mount, tree int) error {
 			return fmt.Errorf("mounting tmpfs on %s: %w", m.Destination, err)
 		}
 	default:
-		if tree >= 0 {
-			if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-				return fmt.Errorf("attaching %s on %s: %w", m.Source, m.Destination, err)
+		if tree < 0 {
+			if tree, err = CloneExact(m.Source); err != nil {
+				return fmt.Errorf("bind source for %s: %w", m.Destination, err)
 			}
-			unix.Close(tree)
-		} else if src, err := filepath.EvalSymlinks(m.Source); err != nil {
-			return fmt.Errorf("bind source for %s: %w", m.Destination, err)
-		} else if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("binding %s on %s: %w", src, m.Destination, err)
+		}
+		err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(tree)
+		if err != nil {
+			return fmt.Errorf("attaching %s on %s: %w", m.Source, m.Destination, err)
 		}
 		// Binds are always nosuid and nodev: a host file in a world
 		// neither raises privileges nor opens a device.
