@@ -2,7 +2,6 @@ package native
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,9 +11,9 @@ import (
 )
 
 // The world's ID as the caller minted it (execworld: dsh run --json, the
-// audit line) names its state directory and its cgroup, after the owner
+// audit line) names its cgroup, after the owner
 // prefix that lets a later dsh reap a crashed owner's leftovers.
-func TestStateAndCgroupNamedAfterTheWorldID(t *testing.T) {
+func TestCgroupNamedAfterTheWorldID(t *testing.T) {
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
 	id := sandbox.NewWorldID()
@@ -24,11 +23,11 @@ func TestStateAndCgroupNamedAfterTheWorldID(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := me.String() + "-" + id
-	if got := filepath.Base(in.l.dir); got != want {
-		t.Errorf("state directory %s, want %s", in.l.dir, want)
+	if in.l.id != want {
+		t.Errorf("the world's name %s, want %s", in.l.id, want)
 	}
-	if o, ok := parseWorldID(filepath.Base(in.l.dir)); !ok || o != me {
-		t.Errorf("state name %s does not name its owner %v for reaping", in.l.dir, me)
+	if o, ok := parseWorldID(in.l.id); !ok || o != me {
+		t.Errorf("the world's name %s does not name its owner %v for reaping", in.l.id, me)
 	}
 	cg, err := os.ReadFile("/proc/" + strconv.Itoa(in.l.cmd.Process.Pid) + "/cgroup")
 	if err != nil {

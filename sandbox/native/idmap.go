@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -234,17 +233,11 @@ func release(sync *os.File, cfg []byte, fds []int) error {
 	return unix.Sendmsg(int(sync.Fd()), cfg, oob, nil, 0)
 }
 
-// mapStateDir lets the world's mapped root reach the mount point of its
-// root: the base directory becomes searchable (not listable) and the
-// world's own directory belongs to the world's host uid 0.
-func mapStateDir(base, dir string, r idRange) error {
+// searchableBase lets the world's mapped root reach the state directory,
+// its root's mount point: searchable by all, listable by no one else.
+func searchableBase(base string) error {
 	if err := os.Chmod(base, 0o711); err != nil {
 		return fmt.Errorf("native: state directory: %w", err)
-	}
-	for _, p := range []string{dir, filepath.Join(dir, "root")} {
-		if err := os.Chown(p, int(r.uid), int(r.gid)); err != nil {
-			return fmt.Errorf("native: handing the world directory to its mapped root: %w", err)
-		}
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ func (ip *initProc) newCmd() *exec.Cmd {
 	cmd.Args[0] = "dsh-init"
 	// One P: the init only relays I/O, and every thread it has costs a
 	// round in the all-threads credential drop.
-	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.Env = []string{"GOMAXPROCS=1", nsinit.RootEnv + "=" + ip.base}
 	cmd.ExtraFiles = []*os.File{c[0], c[1], ip.exeFile, c[2]} // FDSync, FDReady, FDExe, FDBroker
 	if ip.serve {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, c[3]) // FDStdio

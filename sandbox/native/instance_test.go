@@ -157,7 +157,6 @@ func TestCloseKillsEverythingAndRemovesTheCgroup(t *testing.T) {
 	if len(pids) < 3 {
 		t.Fatalf("world cgroup holds %v, want the init and two sleepers", pids)
 	}
-	dir := in.l.dir
 	if err := in.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -173,9 +172,6 @@ func TestCloseKillsEverythingAndRemovesTheCgroup(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cgroupRoot, c, cgroupParent, id)); err == nil {
 			t.Errorf("cgroup %s/%s/%s survived Close", c, cgroupParent, id)
 		}
-	}
-	if _, err := os.Stat(dir); err == nil {
-		t.Errorf("state directory %s survived Close", dir)
 	}
 	if _, err := in.Start(ctx, sandbox.ProcessSpec{Argv: []string{"true"}}); err != ErrClosed {
 		t.Errorf("Start after Close = %v, want ErrClosed", err)
@@ -261,8 +257,7 @@ func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
 			t.Errorf("pid %d of the world outlived its dsh", pid)
 		}
 	}
-	// The empty cgroup and the state directory remain until the next
-	// start reaps them.
+	// The empty cgroup remains until the next start reaps it.
 	removed := reap(state, cgroupParent)
 	if len(removed) == 0 {
 		t.Errorf("reap found nothing to remove after the crash")
@@ -271,9 +266,6 @@ func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cgroupRoot, c, cgroupParent, id)); err == nil {
 			t.Errorf("cgroup %s/%s/%s survived the next start", c, cgroupParent, id)
 		}
-	}
-	if _, err := os.Stat(filepath.Join(state, id)); err == nil {
-		t.Errorf("state directory of %s survived the next start", id)
 	}
 }
 
@@ -331,5 +323,28 @@ for s in /proc/1/task/*/status; do grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewP
 	}
 	if threads < 2 || len(lines) != 7 {
 		t.Errorf("init threads report:\n%s", out)
+	}
+}
+
+// A world makes nothing on the host for its root: its mount point is the
+// state directory itself, in the init's own mount namespace. The state
+// directory holds nothing of a world while it runs or after it closed.
+func TestWorldMakesNothingInTheStateDirectory(t *testing.T) {
+	testenv.RequireUserNS(t)
+	state := stateDir(t)
+	in, err := New(&Options{Executable: initExe(t), StateDir: state}).Open(context.Background(), sandbox.DefaultSpec(t.TempDir()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, st := run(t, in, nil, "/bin/sh", "-c", "ls -A "+state+"; echo listed"); out != "listed\n" || st.Code != 0 {
+		t.Errorf("inside, the state directory lists %q (%v), want it masked and empty", out, st)
+	}
+	entries, _ := os.ReadDir(state)
+	if len(entries) > 0 {
+		t.Errorf("while a world runs the state directory holds %v, want nothing", entries)
+	}
+	in.Close()
+	if entries, _ = os.ReadDir(state); len(entries) > 0 {
+		t.Errorf("after Close the state directory holds %v, want nothing", entries)
 	}
 }

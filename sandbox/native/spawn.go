@@ -37,8 +37,7 @@ type launch struct {
 	// process until someone waited for it (then nil).
 	ip  *initProc
 	cmd *exec.Cmd
-	id  string
-	dir string // state directory of the world
+	id  string // the world's name: its cgroup's, with the owner for reaping
 	cg  worldCgroup
 	// placing is the result of placing the init in its cgroup v1 while
 	// it sets up (serve mode), nil when that is done or not needed: the
@@ -147,7 +146,8 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	if p.cgParent, err = d.cgroupParent(); err != nil {
 		return nil, err
 	}
-	// dsh's own state (every world's directory) is never in a world.
+	// dsh's state directory (every world's root mount point, in its
+	// init's namespace) is never in a world.
 	masks := expandMasks(append(append([]string(nil), spec.Masks...), p.base), p.mapped)
 	homes, allow := homeLayout(spec.HomeAllow, ws, masks)
 	// The write budget: tmpfs sizes and RLIMIT_FSIZE (package sandbox).
@@ -247,7 +247,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		run  func() error
 	}{
 		{"spawn", s.spawn},                 // the init begins (or Prestart's is taken); cgroup v2 with limits: after makeCgroup
-		{"makeState", s.makeState},         // the world's directory and root mount point
+		{"name", s.name},                   // the world's name and root mount point
 		{"makeCgroup", s.makeCgroup},       // the world's cgroup, if it has limits (v1: in parallel)
 		{"protect", s.protect},             // placeholders and binds of the protected paths
 		{"connectEgress", s.connectEgress}, // the broker connection dsh serves
@@ -269,21 +269,17 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 	return s.l, nil
 }
 
-func (s *starting) makeState() error {
+// name names the world (stateName). Its root's mount point is the state
+// directory itself, in the init's own mount namespace, where every
+// world's root is mounted over it without touching the host's: nothing
+// is made on the host for it, so nothing is left to remove.
+func (s *starting) name() error {
 	id, err := stateName(s.worldID)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(s.base, id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("native: creating world directory: %w", err)
-	}
-	s.l.id, s.l.dir = id, dir
-	s.l.undo.push(func() { _ = os.RemoveAll(dir) })
-	s.cfg.Root = filepath.Join(dir, "root")
-	if err := os.Mkdir(s.cfg.Root, 0o700); err != nil {
-		return fmt.Errorf("native: creating root mount point: %w", err)
-	}
+	s.l.id = id
+	s.cfg.Root = s.base
 	return nil
 }
 
@@ -503,7 +499,7 @@ func (s *starting) makeTrees() error {
 	if !s.mapped {
 		return nil
 	}
-	if err := mapStateDir(s.base, s.l.dir, s.ids); err != nil {
+	if err := searchableBase(s.base); err != nil {
 		return err
 	}
 	trees, err := detachedTrees(s.l.cmd.Process.Pid, s.ws, s.cfg.Allow)

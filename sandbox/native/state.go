@@ -13,9 +13,10 @@ import (
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
-// stateBase returns the caller's private directory that holds one
-// directory per world (the mount point of its root), creating it 0700. A directory that exists but is not private to
-// the caller is an error, not something to trust or to fix silently.
+// stateBase returns the caller's private directory, creating it 0700:
+// the mount point of every world's root, each in its init's own mount
+// namespace. A directory that exists but is not private to the caller is
+// an error, not something to trust or to fix silently.
 //
 // The default is the first of sandbox.StateDirs the caller may use: root's
 // /run/dsh-native, the caller's own /run/user/UID, else /tmp. It never
@@ -183,6 +184,7 @@ func reap(base, parent string) (removed []string) {
 			}
 		}
 	}
+	// Directories of worlds an older dsh made.
 	entries, _ := os.ReadDir(base)
 	for _, e := range entries {
 		if o, ok := parseWorldID(e.Name()); ok && !o.alive() {

@@ -27,6 +27,11 @@ const (
 	stdioEnv = "DSH_NATIVE_STDIO"
 )
 
+// RootEnv names, at the spawn, the mount point of the world's root (the
+// state directory): the init makes the host's view there before its
+// release (prepareHostView).
+const RootEnv = "DSH_NATIVE_ROOT"
+
 // execDropErr is the result of dropExecPrivileges on every thread during
 // package initialisation of stage 1: nil when done, an error wrapping
 // ENOTSUP when cgo is linked (stage 1 then confines its locked thread
@@ -105,6 +110,8 @@ func stage1() error {
 	// types, which decoding it would otherwise build after the release.
 	_, _ = json.Marshal(&Config{})
 	warmed := time.Since(t0)
+	view := prepareHostView(os.Getenv(RootEnv))
+	viewed := time.Since(t0) - warmed
 	msg, trees, err := awaitRelease()
 	if err != nil {
 		return err
@@ -130,7 +137,10 @@ func stage1() error {
 		tr.note("exec, runtime", t0.Sub(time.Unix(0, cfg.TraceSpawn)))
 	}
 	tr.note("caches", warmed)
-	tr.note("release", released.Sub(t0)-warmed)
+	if view != nil {
+		tr.note("host view", viewed)
+	}
+	tr.note("release", released.Sub(t0)-warmed-viewed)
 	tr.note("config", decoded)
 	if execDropEarly {
 		tr.note("drop(exec, entry)", execDropTime)
@@ -141,7 +151,7 @@ func stage1() error {
 		return err
 	}
 	cfg.upperFD = -1
-	if err := buildRoot(cfg); err != nil {
+	if err := buildRoot(cfg, view); err != nil {
 		return err
 	}
 	if err := sendUpper(cfg); err != nil {

@@ -25,33 +25,95 @@ var procMasks = []string{"kcore", "keys", "timer_list", "sched_debug", "latency_
 // (ProcessSpec.TTY), so it opens that one or fails with ENXIO.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
-// buildRoot assembles the sandbox's root on c.Root and pivots into it.
-// It runs in stage 1, in the new mount namespace, before any credential
-// is dropped.
-func buildRoot(c *Config) error {
-	// Nothing we mount may propagate back to the host.
+// hostView is the part of a world's root that needs nothing of its
+// Config: the host's root, read-only, with the world's own /proc and
+// /dev, on the state directory (the mount point of every world's root,
+// in the init's own mount namespace). The init makes it before its
+// release, while dsh still plans the world.
+type hostView struct {
+	root string
+	err  error
+}
+
+// prepareHostView makes the host view on root ("": none).
+func prepareHostView(root string) *hostView {
+	if root == "" {
+		return nil
+	}
+	v := &hostView{root: root}
+	if v.err = privateMounts(); v.err == nil {
+		if v.err = bindHostRoot(root); v.err == nil {
+			if v.err = mountProc(root); v.err == nil {
+				v.err = mountDev(root)
+			}
+		}
+	}
+	return v
+}
+
+// privateMounts makes every mount of the init's namespace private:
+// nothing it mounts may propagate back to the host.
+func privateMounts() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making / private: %w", err)
 	}
-	root := c.Root
-	if c.RootView != nil {
-		if err := mountMinimalRoot(root, c.RootView); err != nil {
-			return err
-		}
-	} else if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	return nil
+}
+
+// bindHostRoot binds the host's root on root, read-only, nosuid and nodev.
+func bindHostRoot(root string) error {
+	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("binding the host root: %w", err)
 	}
-	// One call makes every submount read-only, nosuid and nodev; the
-	// older MS_REMOUNT route would have to walk mountinfo.
-	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	if c.RootView != nil {
-		attr = &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV} // read-only at sealRoot
-	}
+	return setRootAttr(root, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV})
+}
+
+// setRootAttr sets attr on root and every mount below it at once (the
+// older MS_REMOUNT route would have to walk mountinfo).
+func setRootAttr(root string, attr *unix.MountAttr) error {
 	if err := unix.MountSetattr(unix.AT_FDCWD, root, unix.AT_RECURSIVE, attr); err != nil {
 		if errors.Is(err, unix.ENOSYS) {
 			return unavailable("make the root read-only (mount_setattr)", err, "the native driver needs Linux 5.12 or newer; use --driver docker")
 		}
 		return fmt.Errorf("making the root read-only: %w", err)
+	}
+	return nil
+}
+
+// buildRoot assembles the sandbox's root on c.Root and pivots into it.
+// It runs in stage 1, in the new mount namespace, before any credential
+// is dropped. view is the host view made before the release, if any: a
+// world of that root and the host's view takes it; any other drops it.
+func buildRoot(c *Config, view *hostView) error {
+	root := c.Root
+	if view != nil && view.root == root && c.RootView == nil {
+		if view.err != nil {
+			return view.err
+		}
+	} else {
+		if view != nil && view.err == nil {
+			if err := unix.Unmount(view.root, unix.MNT_DETACH); err != nil {
+				return fmt.Errorf("dropping the host view: %w", err)
+			}
+		}
+		if err := privateMounts(); err != nil {
+			return err
+		}
+		if c.RootView == nil {
+			if err := bindHostRoot(root); err != nil {
+				return err
+			}
+		} else if err := mountMinimalRoot(root, c.RootView); err != nil {
+			return err
+		} else if err := setRootAttr(root, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}); err != nil { // read-only at sealRoot
+			return err
+		}
+		if err := mountProc(root); err != nil {
+			return err
+		}
+		if err := mountDev(root); err != nil {
+			return err
+		}
 	}
 
 	// Spec mounts (tmpfs /tmp, …) come before the workspace, which may
@@ -115,10 +177,7 @@ func buildRoot(c *Config) error {
 			return fmt.Errorf("making mask %s read-only: %w", m, err)
 		}
 	}
-	if err := mountProc(root); err != nil {
-		return err
-	}
-	if err := mountDev(root, c.Shm); err != nil {
+	if err := mountShm(root, c.Shm); err != nil {
 		return err
 	}
 	if err := sealRoot(c); err != nil {
@@ -242,7 +301,9 @@ func mountProc(root string) error {
 // mountDev builds a minimal /dev: a few host device nodes, a private
 // devpts, /dev/shm (shm, sized by the driver) and the standard
 // symlinks. The tmpfs is read-only afterwards.
-func mountDev(root string, shm specs.Mount) error {
+// mountDev mounts the world's /dev, read-only: its few device nodes, a
+// devpts of its own and the mount point of /dev/shm (mountShm).
+func mountDev(root string) error {
 	dev := filepath.Join(root, "dev")
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("mounting /dev: %w", err)
@@ -264,13 +325,6 @@ func mountDev(root string, shm specs.Mount) error {
 	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return fmt.Errorf("mounting /dev/pts: %w", err)
 	}
-	so, err := sandbox.ParseMountOptions(shm.Options)
-	if err != nil || len(so.Data) == 0 {
-		return fmt.Errorf("mounting /dev/shm: the driver sized no /dev/shm (options %q, %v)", shm.Options, err)
-	}
-	if err := unix.Mount("tmpfs", filepath.Join(dev, "shm"), "tmpfs", so.Flags()|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, strings.Join(so.Data, ",")); err != nil {
-		return fmt.Errorf("mounting /dev/shm: %w", err)
-	}
 	for name, to := range map[string]string{
 		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
 		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
@@ -281,6 +335,19 @@ func mountDev(root string, shm specs.Mount) error {
 	}
 	if err := unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("making /dev read-only: %w", err)
+	}
+	return nil
+}
+
+// mountShm mounts the world's /dev/shm, sized as the driver fitted it
+// into the write budget.
+func mountShm(root string, shm specs.Mount) error {
+	so, err := sandbox.ParseMountOptions(shm.Options)
+	if err != nil || len(so.Data) == 0 {
+		return fmt.Errorf("mounting /dev/shm: the driver sized no /dev/shm (options %q, %v)", shm.Options, err)
+	}
+	if err := unix.Mount("tmpfs", filepath.Join(root, "dev/shm"), "tmpfs", so.Flags()|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, strings.Join(so.Data, ",")); err != nil {
+		return fmt.Errorf("mounting /dev/shm: %w", err)
 	}
 	return nil
 }
