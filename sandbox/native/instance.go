@@ -2,7 +2,6 @@ package native
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/dsh-dev/dsh/sandbox"
@@ -89,15 +88,19 @@ func (in *instance) shutdown() error {
 	tr := newHostTrace()
 	in.stop()
 	tr.mark("close: stop init")
-	var errs []error
-	if in.l.cg != nil {
-		errs = append(errs, in.l.cg.destroy())
+	// With every process gone, the cgroup and the placeholders are
+	// removed side by side.
+	cgErr := make(chan error, 1)
+	if cg := in.l.cg; cg != nil {
 		in.l.cg = nil
+		go func() { cgErr <- cg.destroy() }()
+	} else {
+		cgErr <- nil
 	}
-	tr.mark("close: cgroup")
 	in.l.cleanup()
-	tr.mark("close: cleanup")
-	return errors.Join(errs...)
+	err := <-cgErr
+	tr.mark("close: cgroup, cleanup")
+	return err
 }
 
 // stop kills the init, and with it every process of the world, once.

@@ -291,9 +291,18 @@ func serve(tr *tracer, port int, egress, unixSockets, stdio bool) error {
 		cfg.Egress = c
 		cfg.ProxyAddr = "127.0.0.1:" + strconv.Itoa(port)
 	}
+	// The runtime's idle threads are made beside the relay and the world
+	// filter (every thread is confined alike by now: a new one is cloned
+	// from a confined one, and the world filter syncs to all); the
+	// readiness waits for them, for the driver counts them (fitPids).
+	warm := make(chan struct{})
+	go func() {
+		prewarmThreads(InitThreads)
+		close(warm)
+	}()
 	cfg.Ready = func() error {
 		tr.mark("relay+filter")
-		prewarmThreads(InitThreads)
+		<-warm
 		tr.mark("threads")
 		ready := os.NewFile(FDReady, "ready")
 		defer ready.Close()
