@@ -232,12 +232,3 @@ func release(sync *os.File, cfg []byte, fds []int) error {
 	}
 	return unix.Sendmsg(int(sync.Fd()), cfg, oob, nil, 0)
 }
-
-// searchableBase lets the world's mapped root reach the state directory,
-// its root's mount point: searchable by all, listable by no one else.
-func searchableBase(base string) error {
-	if err := os.Chmod(base, 0o711); err != nil {
-		return fmt.Errorf("native: state directory: %w", err)
-	}
-	return nil
-}

@@ -499,9 +499,6 @@ func (s *starting) makeTrees() error {
 	if !s.mapped {
 		return nil
 	}
-	if err := searchableBase(s.base); err != nil {
-		return err
-	}
 	trees, err := detachedTrees(s.l.cmd.Process.Pid, s.ws, s.cfg.Allow)
 	if err != nil {
 		return err

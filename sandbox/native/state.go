@@ -51,13 +51,20 @@ func stateBase(override string) (string, error) {
 		return "", fmt.Errorf("native: state directory: %w", err)
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
-	// 0711 is a root dsh's: its mapped worlds search it (idmap.go).
+	// 0711 is a root dsh's: its mapped worlds search it (below).
 	if !fi.IsDir() || st == nil || int(st.Uid) != uid || fi.Mode().Perm()&0o066 != 0 {
 		owner := "no one"
 		if st != nil {
 			owner = "uid " + strconv.Itoa(int(st.Uid))
 		}
 		return "", fmt.Errorf("native: state directory %s (owned by %s, mode %04o) must be a directory owned by uid %d with mode 0700 or 0711; remove it (as its owner or root) and retry", base, owner, fi.Mode().Perm(), uid)
+	}
+	// A root dsh's worlds are mapped: their init mounts their root on
+	// this directory, before its release, as an unprivileged host uid.
+	if os.Geteuid() == 0 && fi.Mode().Perm() != 0o711 {
+		if err := os.Chmod(base, 0o711); err != nil {
+			return "", fmt.Errorf("native: state directory: %w", err)
+		}
 	}
 	return base, nil
 }

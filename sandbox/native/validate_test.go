@@ -111,3 +111,17 @@ func TestSwappedPathRefused(t *testing.T) {
 		})
 	}
 }
+
+// A root dsh's state directory is searchable before any init spawns: a
+// mapped init mounts its root on it, as an unprivileged host uid, before
+// its release.
+func TestRootStateDirSearchable(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if _, err := stateBase(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o711 {
+		t.Fatalf("a new state directory: %v, %v; want mode 0711", fi.Mode().Perm(), err)
+	}
+}
