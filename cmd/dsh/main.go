@@ -6,8 +6,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
+	"github.com/dsh-dev/dsh/cmd/dsh/internal/prestart"
 	"github.com/dsh-dev/dsh/sandbox/native"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
@@ -26,13 +26,12 @@ func main() {
 
 // run executes the command line and returns the process exit status.
 func run(args []string) int {
-	runLine := isRunLine(args)
+	runLine := prestart.RunLine(args)
 	if runLine {
-		// The init of dsh run's world spawns while the commands are
-		// built and the configuration loads; whatever ends the command
+		// The init of dsh run's world spawned during the package
+		// initialisation (package prestart); whatever ends the command
 		// before a world takes it (another driver, a bad flag or
 		// configuration), it is killed and its cgroup removed.
-		native.Prestart()
 		defer native.DropPrestart()
 	}
 	root := newRoot(runLine)
@@ -60,20 +59,4 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "dsh:", ee.msg)
 	}
 	return ee.code
-}
-
-// isRunLine reports whether args are dsh run's, read before the command
-// tree exists: the first argument that is not --config and its value is
-// "run", so cobra dispatches the line to run.
-func isRunLine(args []string) bool {
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--config":
-			i++
-		case strings.HasPrefix(a, "--config="):
-		default:
-			return a == "run"
-		}
-	}
-	return false
 }

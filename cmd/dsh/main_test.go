@@ -3,38 +3,21 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"testing"
-)
 
-// isRunLine tells dsh run's command line from the others before the
-// command tree exists (to spawn the world's init early).
-func TestIsRunLine(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want bool
-	}{
-		{[]string{"run", "--", "true"}, true},
-		{[]string{"run"}, true},
-		{[]string{"--config", "x.yaml", "run", "true"}, true},
-		{[]string{"--config=x.yaml", "run", "true"}, true},
-		{[]string{"version"}, false},
-		{[]string{"world", "run"}, false},
-		{[]string{"--config", "run"}, false},
-		{[]string{"help", "run"}, false},
-		{nil, false},
-	} {
-		if got := isRunLine(c.args); got != c.want {
-			t.Errorf("isRunLine(%q) = %v, want %v", c.args, got, c.want)
-		}
-	}
-}
+	"github.com/dsh-dev/dsh/cmd/dsh/internal/prestart"
+)
 
 // A run line is served by the run-only tree exactly as by the whole one:
 // the same help, the same usage errors.
 func TestRunOnlyTreeIsRunsTree(t *testing.T) {
 	for _, args := range [][]string{{"run", "--help"}, {"run", "--no-such-flag"}, {"--config=/nonexistent", "run", "--help"}} {
-		if !isRunLine(args) {
-			t.Fatalf("isRunLine(%q) = false", args)
+		if !prestart.RunLine(args) {
+			t.Fatalf("prestart.RunLine(%q) = false", args)
 		}
 		var outs [2]string
 		for i, runOnly := range []bool{false, true} {
@@ -49,5 +32,29 @@ func TestRunOnlyTreeIsRunsTree(t *testing.T) {
 		if outs[0] != outs[1] {
 			t.Errorf("%q: the whole tree says\n%s\nthe run-only tree says\n%s", args, outs[0], outs[1])
 		}
+	}
+}
+
+// The prestart is begun during the package initialisation, before the
+// CLI's heavier dependencies are initialised: the built binary's
+// initialisation order (GODEBUG=inittrace) has package prestart right
+// after the native driver, long before main.
+func TestPrestartInitialisedEarly(t *testing.T) {
+	cmd := exec.Command(staticDsh(t), "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var order []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "init" {
+			order = append(order, f[1])
+		}
+	}
+	at := func(p string) int { return slices.Index(order, p) }
+	pre, native, main := at("github.com/dsh-dev/dsh/cmd/dsh/internal/prestart"), at("github.com/dsh-dev/dsh/sandbox/native"), at("main")
+	if pre < 0 || native < 0 || main < 0 || pre < native || pre-native > 3 || main-pre < 10 {
+		t.Errorf("initialisation order: native %d, prestart %d, main %d of %d packages; want prestart just after native and well before main", native, pre, main, len(order))
 	}
 }

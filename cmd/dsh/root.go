@@ -10,7 +10,7 @@ import (
 func newRootCmd() *cobra.Command { return newRoot(false) }
 
 // newRoot builds the root command with every subcommand, or with run's
-// alone: a dsh run line (isRunLine) dispatches to run whatever else the
+// alone: a dsh run line (prestart.RunLine) dispatches to run whatever else the
 // tree holds, and building the rest is a cold start's cost (0.4 ms here)
 // that one-shot runs pay every time.
 func newRoot(runOnly bool) *cobra.Command {

@@ -1,0 +1,38 @@
+// Package prestart begins the init of a dsh run line's world while the
+// CLI is still initialising its packages (native.Prestart): the init's
+// clone, execve and runtime start then run beside the CLI's own start,
+// not after it. It depends on nothing but the native driver, so it is
+// initialised as soon as the driver is, before the CLI's heavier
+// dependencies (main imports it for that alone).
+package prestart
+
+import (
+	"os"
+	"strings"
+
+	"github.com/dsh-dev/dsh/sandbox/native"
+)
+
+func init() {
+	if RunLine(os.Args[1:]) {
+		native.Prestart()
+	}
+}
+
+// RunLine reports whether args (dsh's, after the program name) are dsh
+// run's, read before the command tree exists: the first argument that
+// is not --config and its value is "run", so cobra dispatches the line
+// to run. Whatever ends such a line before a world takes the prestarted
+// init, main drops it (native.DropPrestart).
+func RunLine(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--config":
+			i++
+		case strings.HasPrefix(a, "--config="):
+		default:
+			return a == "run"
+		}
+	}
+	return false
+}
