@@ -171,7 +171,9 @@ func PrepareProtected(ws string, list, masks []string, worldIsCaller bool) (_ *P
 		}
 	}
 	for _, rel := range inside {
-		p.pinParents(root, rel, want)
+		if err := p.pinParents(root, rel, want); err != nil {
+			return nil, err
+		}
 	}
 	rels := make([]string, 0, len(want))
 	for rel := range want {
@@ -271,23 +273,29 @@ func (p *Protection) resolve(root int, entry string, want map[string]bool) error
 }
 
 // pinParents pins each directory between the workspace and rel (a
-// mask's path): a mount point no world can rename. It stops at the first
-// that is missing or no plain directory; no mask is mounted through it
-// either.
-func (p *Protection) pinParents(root int, rel string, want map[string]bool) {
+// mask's real path): a mount point no world can rename. It stops at the
+// first that is missing or no directory (no mask is mounted through it
+// either), and refuses a link: rel had none when it was resolved, so a
+// world put one there since.
+func (p *Protection) pinParents(root int, rel string, want map[string]bool) error {
 	comps := strings.Split(rel, "/")
 	for i := 1; i < len(comps); i++ {
 		dir := strings.Join(comps[:i], "/")
 		if want[dir] {
-			return // read-only, with everything below
+			return nil // read-only, with everything below
 		}
 		fd, err := openBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY)
+		if errors.Is(err, unix.ELOOP) {
+			target, _ := os.Readlink(filepath.Join(p.ws, dir))
+			return &linkError{rel: dir, ws: p.ws, target: target}
+		}
 		if err != nil {
-			return
+			return nil
 		}
 		unix.Close(fd)
 		want[dir] = false
 	}
+	return nil
 }
 
 // linkError is a symbolic link on a protected path.

@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // No world can write (or read) dsh's own configuration directory, where
@@ -152,5 +155,37 @@ func TestRunRefusesAWorkspaceInTheConfigDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg, "dsh", "trusted.json")); err == nil {
 		t.Error("the world created trusted.json")
+	}
+}
+
+// dsh's config directory reached through a link inside the workspace (a
+// dotfiles checkout: .config itself, or .config/dsh, a link into it) is
+// refused: the directories on the way are pinned, but a link could be
+// re-pointed by the world to a directory of its own.
+func TestConfigDirBehindALinkRefused(t *testing.T) {
+	for _, layout := range []string{".config", ".config/dsh"} {
+		ws := t.TempDir()
+		os.MkdirAll(filepath.Join(ws, "dotfiles/dsh"), 0o700)
+		os.MkdirAll(filepath.Join(ws, ".config"), 0o700)
+		if layout == ".config" {
+			os.Remove(filepath.Join(ws, ".config"))
+			os.Symlink("dotfiles", filepath.Join(ws, ".config"))
+		} else {
+			os.Symlink("../dotfiles/dsh", filepath.Join(ws, ".config/dsh"))
+		}
+		t.Setenv("XDG_CONFIG_HOME", filepath.Join(ws, ".config"))
+		err := hideConfigDir(sandbox.DefaultSpec(ws))
+		if err == nil || !strings.Contains(err.Error(), "symbolic link "+filepath.Join(ws, layout)) || !strings.Contains(err.Error(), "XDG_CONFIG_HOME") {
+			t.Errorf("%s a link: hideConfigDir = %v, want refused naming the link and the fix", layout, err)
+		}
+	}
+	// A plain directory, and one outside the workspace, are masked.
+	ws := t.TempDir()
+	for _, cfg := range []string{filepath.Join(ws, ".config"), t.TempDir()} {
+		t.Setenv("XDG_CONFIG_HOME", cfg)
+		spec := sandbox.DefaultSpec(ws)
+		if err := hideConfigDir(spec); err != nil || !slices.Contains(spec.Masks, filepath.Join(cfg, "dsh")) {
+			t.Errorf("XDG_CONFIG_HOME %s: hideConfigDir = %v, masks %v; want it masked", cfg, err, spec.Masks)
+		}
 	}
 }

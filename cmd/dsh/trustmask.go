@@ -31,8 +31,41 @@ func hideConfigDir(spec *sandbox.Spec) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil && inside(dir, spec.Workspace) {
 		return fmt.Errorf("dsh's config directory %s is inside the workspace %s and cannot be created to hide it from the world: %w; create it, or set XDG_CONFIG_HOME outside the workspace", dir, spec.Workspace, err)
 	}
+	if err := noLinkBetween(spec.Workspace, dir); err != nil {
+		return err
+	}
 	spec.Masks = append(spec.Masks, dir)
 	return nil
+}
+
+// noLinkBetween refuses a symbolic link on the way from the workspace ws
+// down to dir. The directories there are pinned in place for the world's
+// life (sandbox.PrepareProtected) and dir is masked, but a link is no
+// directory: the world could re-point it to one of its own, which the
+// next dsh would read as its configuration.
+func noLinkBetween(ws, dir string) error {
+	for _, w := range []string{ws, realOr(ws)} {
+		rel, ok := strings.CutPrefix(filepath.Clean(dir), filepath.Clean(w)+string(filepath.Separator))
+		if !ok {
+			continue
+		}
+		p := filepath.Clean(w)
+		for _, c := range strings.Split(rel, string(filepath.Separator)) {
+			p = filepath.Join(p, c)
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				return fmt.Errorf("dsh's config directory %s is reached through the symbolic link %s inside the workspace %s: a world could re-point it to a directory of its own, which the next dsh would read; replace the link with the directory it names, or set XDG_CONFIG_HOME outside the workspace", dir, p, w)
+			}
+		}
+	}
+	return nil
+}
+
+// realOr is p with its links resolved, or p.
+func realOr(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // inside reports whether p is dir or below it.

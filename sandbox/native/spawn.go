@@ -152,8 +152,10 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 	homes, allow := homeLayout(spec.HomeAllow, ws, masks)
 	// The write budget: tmpfs sizes and RLIMIT_FSIZE (package sandbox).
 	bounds := sandbox.Bounds(spec, 0)
-	// Binds by their real paths: the init binds exactly those, through
-	// no link (nsinit.CloneExact).
+	// Binds are given by the real paths their checks saw (UserBind), and
+	// the init binds exactly those, through no link (nsinit.CloneExact):
+	// resolving one again here would follow a link a world swapped in
+	// since, past those checks.
 	for i, m := range bounds.Mounts {
 		if !sandbox.IsBind(m) {
 			continue
@@ -162,7 +164,9 @@ func (d *Driver) plan(spec *sandbox.Spec, opts *sandbox.OpenOptions, execArgv, e
 		if err != nil {
 			return nil, invalid(&sandbox.SpecError{Field: fmt.Sprintf("Mounts[%d]", i), Msg: fmt.Sprintf("the bind source %s: %v", m.Source, err), Fix: "create it or fix the path"})
 		}
-		bounds.Mounts[i].Source = real
+		if real != m.Source {
+			return nil, invalid(&sandbox.SpecError{Field: fmt.Sprintf("Mounts[%d]", i), Msg: fmt.Sprintf("the bind source %s is not its real path (%s): a link in it could have been swapped since it was checked", m.Source, real), Fix: "give the source by its real path (sandbox.UserBind does)"})
+		}
 	}
 	p.cfg = &nsinit.Config{
 		Workspace: ws, Hostname: spec.Hostname,

@@ -70,10 +70,11 @@ func TestStateDirApartFromWorlds(t *testing.T) {
 // A path dsh checked and a world then swapped for a symbolic link (it
 // may write a directory above it: a second world's workspace inside the
 // first's) is refused, not followed: neither the workspace nor a bind
-// source becomes what the link names.
+// source becomes what the link names, whether the swap comes before the
+// driver plans the world (after the CLI checked the bind) or after.
 func TestSwappedPathRefused(t *testing.T) {
 	testenv.RequireUserNS(t)
-	for _, swap := range []string{"workspace", "bind"} {
+	for _, swap := range []string{"workspace", "bind", "bind before plan"} {
 		t.Run(swap, func(t *testing.T) {
 			parent := hostTempDir(t)
 			os.Chmod(parent, 0o755)
@@ -87,10 +88,10 @@ func TestSwappedPathRefused(t *testing.T) {
 			spec := sandbox.DefaultSpec(ws)
 			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: src, Destination: "/tmp/src", Options: []string{"rbind"}})
 			victim := ws
-			if swap == "bind" {
+			if swap != "workspace" {
 				victim = src
 			}
-			afterPlan = func() {
+			swapIt := func() {
 				if err := os.Rename(victim, victim+".checked"); err != nil {
 					t.Error(err)
 				}
@@ -98,15 +99,22 @@ func TestSwappedPathRefused(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			t.Cleanup(func() { afterPlan = func() {} })
+			want := "a symbolic link is in its path"
+			if swap == "bind before plan" {
+				swapIt()
+				want = "is not its real path"
+			} else {
+				afterPlan = swapIt
+				t.Cleanup(func() { afterPlan = func() {} })
+			}
 			in, err := New(&Options{Executable: initExe(t), StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
 			if err == nil {
 				defer in.Close()
 				out, _, _ := run(t, in, nil, "/bin/sh", "-c", "cat "+ws+"/secret /tmp/src/secret 2>&1")
 				t.Fatalf("the world opened on the swapped %s; it reads: %s", swap, out)
 			}
-			if !strings.Contains(err.Error(), "a symbolic link is in its path") {
-				t.Errorf("Open = %v, want refused for the link in the path", err)
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Open = %v, want refused for the link in the path (%q)", err, want)
 			}
 		})
 	}
