@@ -377,6 +377,9 @@ func Prestart() {
 	id := sandbox.ReserveWorldID()
 	done := make(chan struct{})
 	prestart.done = done
+	// The seccomp program of a world of this caller, ready for its plan
+	// (an unprivileged caller's refuses System V shared memory).
+	go filterProgram(os.Geteuid() != 0)
 	go func() {
 		defer close(done)
 		f, err := defaultSpawn()

@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"runtime"
+	"sync"
 
 	"github.com/dsh-dev/dsh/sandbox"
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -29,6 +30,24 @@ var namespaceFlags = []uint64{
 // With noSysVShm, shmget is refused too: System V shared memory the
 // driver could not bound (see Config.NoSysVShm).
 func filterProgram(noSysVShm bool) ([]unix.SockFilter, error) {
+	f := &filters[0]
+	if noSysVShm {
+		f = &filters[1]
+	}
+	f.once.Do(func() { f.prog, f.err = assembleFilter(noSysVShm) })
+	return f.prog, f.err
+}
+
+// filters are the two programs filterProgram assembles, each once per
+// process (its callers only read them): Prestart begins the one its
+// world will take.
+var filters [2]struct {
+	once sync.Once
+	prog []unix.SockFilter
+	err  error
+}
+
+func assembleFilter(noSysVShm bool) ([]unix.SockFilter, error) {
 	var withFlags []seccomp.NameWithConditions
 	for _, name := range []string{"unshare", "clone"} {
 		for _, f := range namespaceFlags {
