@@ -378,8 +378,12 @@ func Prestart() {
 	done := make(chan struct{})
 	prestart.done = done
 	// The seccomp program of a world of this caller, ready for its plan
-	// (an unprivileged caller's refuses System V shared memory).
-	go filterProgram(os.Geteuid() != 0)
+	// (an unprivileged caller's refuses System V shared memory), and
+	// encoding/json's caches of the Config's types for its release.
+	go func() {
+		_, _ = filterProgram(os.Geteuid() != 0)
+		_, _ = (&nsinit.Config{}).Encode()
+	}()
 	go func() {
 		defer close(done)
 		f, err := defaultSpawn()
