@@ -293,8 +293,11 @@ func serve(tr *tracer, port int, egress, unixSockets, stdio bool) error {
 	}
 	// The runtime's idle threads are made beside the relay and the world
 	// filter (every thread is confined alike by now: a new one is cloned
-	// from a confined one, and the world filter syncs to all); the
-	// readiness waits for them, for the driver counts them (fitPids).
+	// from a confined one, and the world filter syncs to all), on a
+	// second P while dsh, waiting for the readiness, leaves its core
+	// idle; the readiness waits for them, for the driver counts them
+	// (fitPids). Serving then needs one P (the spawn's GOMAXPROCS).
+	procs := runtime.GOMAXPROCS(2)
 	warm := make(chan struct{})
 	go func() {
 		prewarmThreads(InitThreads)
@@ -303,6 +306,7 @@ func serve(tr *tracer, port int, egress, unixSockets, stdio bool) error {
 	cfg.Ready = func() error {
 		tr.mark("relay+filter")
 		<-warm
+		runtime.GOMAXPROCS(procs)
 		tr.mark("threads")
 		ready := os.NewFile(FDReady, "ready")
 		defer ready.Close()
