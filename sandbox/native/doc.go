@@ -4,7 +4,7 @@
 // Open re-executes the running binary (dsh, or a test binary whose TestMain
 // dispatches [InitArg] to [InitMain]) as the init of a new sandbox, in new
 // user, mount, pid, net, ipc, uts and cgroup namespaces. This package is
-// the host side: it plans the world, makes its state directory, cgroup and
+// the host side: it plans the world, makes its cgroup, protected paths and
 // id mapping, and starts the init as ordered steps on a cleanup stack
 // (spawn.go), undone in reverse when a step fails. The init itself, the
 // code that runs inside the namespaces, is package nsinit; the two speak
@@ -13,7 +13,7 @@
 // into this package's errors, ErrUnavailable with the step and fix). The
 // init is spawned first, needing nothing of the world but who it runs as
 // (initproc.go), while the host side makes the world's state; dsh run
-// spawns it before its configuration loads (Prestart). The init runs in
+// spawns it during its package initialisation (Prestart). The init runs in
 // two stages:
 //
 //  1. Setup (privileged inside the user namespace only): wait until the

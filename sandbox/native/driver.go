@@ -81,7 +81,7 @@ func (d *Driver) cgroupParent() (string, error) {
 }
 
 // Open starts a world for spec: the init in its namespaces and cgroup,
-// serving pid1, its cgroup and state directory named after opts.ID. ctx
+// serving pid1, its cgroup named after opts.ID. ctx
 // bounds the setup only; the world lives until Close.
 func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.OpenOptions) (sandbox.Instance, error) {
 	l, err := d.start(ctx, spec, opts, nil, nil, nil)

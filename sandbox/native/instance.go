@@ -61,8 +61,8 @@ func (in *instance) Start(ctx context.Context, p sandbox.ProcessSpec) (sandbox.P
 // one (sandbox.OOMCounter).
 func (in *instance) OOMKills() int64 { return oomKills(in.l.cg) }
 
-// Close kills every process of the world and removes its cgroup, egress
-// socket and state directory. It is idempotent and safe to call
+// Close kills every process of the world and removes its cgroup and the
+// placeholders of its protected paths. It is idempotent and safe to call
 // concurrently; every call returns the first call's result.
 func (in *instance) Close() error {
 	in.closeOnce.Do(func() {
