@@ -299,10 +299,8 @@ func mountProc(root string) error {
 }
 
 // mountDev builds a minimal /dev: a few host device nodes, a private
-// devpts, /dev/shm (shm, sized by the driver) and the standard
+// devpts, the mount point of /dev/shm (mountShm) and the standard
 // symlinks. The tmpfs is read-only afterwards.
-// mountDev mounts the world's /dev, read-only: its few device nodes, a
-// devpts of its own and the mount point of /dev/shm (mountShm).
 func mountDev(root string) error {
 	dev := filepath.Join(root, "dev")
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
