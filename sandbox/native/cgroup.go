@@ -234,9 +234,7 @@ func (g *cgroupV1) destroy() error {
 	}
 	_ = g.c.Freeze()
 	procs, _ := g.c.Processes(cgroup1.Freezer, true)
-	for _, p := range procs {
-		_ = syscall.Kill(p.Pid, syscall.SIGKILL)
-	}
+	killMembers(procs)
 	_ = g.c.Thaw()
 	deadline := time.Now().Add(drainTimeout)
 	for {
@@ -244,9 +242,7 @@ func (g *cgroupV1) destroy() error {
 		if err != nil || len(procs) == 0 || time.Now().After(deadline) {
 			break
 		}
-		for _, p := range procs {
-			_ = syscall.Kill(p.Pid, syscall.SIGKILL)
-		}
+		killMembers(procs)
 		time.Sleep(5 * time.Millisecond)
 	}
 	return g.remove()
@@ -260,6 +256,17 @@ func (g *cgroupV1) destroy() error {
 // freezer goes first and memory last: if any removal is refused, destroy
 // goes on with freeze-and-kill, which finds stragglers in the memory
 // group, and the library's Delete skips hierarchies already removed.
+// killMembers SIGKILLs the processes of a v1 group but dsh itself: a
+// v1 group lists the process of each thread in it, and the spawner
+// thread is in a world's group while it forks the init (spawner.go).
+func killMembers(procs []cgroup1.Process) {
+	for _, p := range procs {
+		if p.Pid != os.Getpid() {
+			_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+		}
+	}
+}
+
 func (g *cgroupV1) removeEmpty() bool {
 	for _, d := range g.dirs {
 		if err := syscall.Rmdir(d); err != nil && err != syscall.ENOENT {

@@ -43,7 +43,7 @@ func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
 	t.Cleanup(func() { cg.destroy() })
 	cmd := exec.Command("sleep", "100")
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.dirFD()}
-	if err := startPinned(cmd); err != nil {
+	if _, err := startPinned(cmd, nil); err != nil {
 		t.Fatal(err)
 	}
 	go cmd.Wait()

@@ -34,57 +34,73 @@ type initProc struct {
 	broker        *net.UnixConn // the egress broker connection
 	exeFile       *os.File
 	exeSrc        initSource
-	began         time.Time
-	done          chan struct{} // closed once the spawn is done; err is its result
-	err           error
+	// cgDirs are the cgroup v1 groups (one per hierarchy) the init is
+	// to be born in, if the spawner thread may move there; bornIn says
+	// it was.
+	cgDirs []string
+	bornIn bool
+	began  time.Time
+	done   chan struct{} // closed once the spawn is done; err is its result
+	err    error
 	// child are the init's ends, closed once it holds them.
 	child []*os.File
 	// pre is a prestarted init's cgroup (v1), nil once a world took it.
 	pre *preCgroup
 }
 
-// preCgroup is the cgroup v1 Prestart makes and places its init in while
-// dsh loads its configuration: the placement waits for an RCU grace
-// period of the kernel (cgroup_threadgroup_rwsem), 5-15 ms on a small VM,
-// longer than the rest of a world's start. It is named after the world
-// ID Prestart reserves (sandbox.ReserveWorldID), which the next world
-// minted takes; that world adopts the group, given its limits before the
-// init is released, so nothing of the world runs outside them. Named like
-// a world's, with this process as owner, it is reaped if dsh dies.
+// preCgroup is the cgroup v1 Prestart makes and starts its init in while
+// dsh loads its configuration. It is named after the world ID Prestart
+// reserves (sandbox.ReserveWorldID), which the next world minted takes;
+// that world adopts the group, given its limits before the init is
+// released, so nothing of the world runs outside them. Named like a
+// world's, with this process as owner, it is reaped if dsh dies.
 type preCgroup struct {
 	id     string
-	made   chan struct{} // closed once cg exists, or err says why not
-	cg     *cgroupV1
+	cg     *cgroupV1 // nil if none could be made (err)
 	err    error
-	placed chan error // the placement's result
+	placed chan error // the init is in cg: born there, or placed by its pid
 }
 
-// beginCgroup begins making the prestarted init's cgroup, named for the
-// world worldID, and placing the init in it as soon as it runs.
-func (ip *initProc) beginCgroup(worldID string) {
+// newPreCgroup makes the prestarted init's cgroup under parent, named
+// for the world worldID, before its spawn: the init is born in it
+// (spawner.go). Nil if the world's name is refused.
+func newPreCgroup(parent, worldID string) *preCgroup {
 	id, err := stateName(worldID)
 	if err != nil {
+		return nil
+	}
+	pc := &preCgroup{id: id, placed: make(chan error, 1)}
+	g, err := newCgroup(parent, id, &specs.LinuxResources{})
+	if err == nil {
+		pc.cg = g.(*cgroupV1)
+	}
+	pc.err = err
+	return pc
+}
+
+// awaitPlaced places the prestarted init in its cgroup by its pid once
+// it runs, where it could not be born there (spawnIn), and reports the
+// result on pc.placed.
+func (ip *initProc) awaitPlaced() {
+	pc := ip.pre
+	if pc == nil {
 		return
 	}
-	pc := &preCgroup{id: id, made: make(chan struct{}), placed: make(chan error, 1)}
-	ip.pre = pc
+	if pc.cg == nil {
+		pc.placed <- pc.err
+		return
+	}
 	go func() {
-		g, err := newCgroup(ip.cgParent, id, &specs.LinuxResources{})
-		if err == nil {
-			pc.cg = g.(*cgroupV1)
-		}
-		pc.err = err
-		close(pc.made)
-		if err != nil {
-			pc.placed <- err
-			return
-		}
 		if err := ip.wait(); err != nil {
 			pc.placed <- err
 			return
 		}
 		pid := ip.cmd.Process.Pid
 		protectInit(pid)
+		if ip.bornIn {
+			pc.placed <- nil
+			return
+		}
 		pc.placed <- addToCgroup(pc.cg, pid)
 	}()
 }
@@ -250,9 +266,9 @@ func (ip *initProc) begin() {
 func (ip *initProc) run() error {
 	for {
 		cmd := ip.newCmd()
-		err := startPinned(cmd)
+		born, err := startPinned(cmd, ip.cgDirs)
 		if err == nil {
-			ip.cmd = cmd
+			ip.cmd, ip.bornIn = cmd, born
 			ip.closeChild()
 			return nil
 		}
@@ -295,13 +311,10 @@ func (ip *initProc) release(cfg *nsinit.Config, trees []int) error {
 func (ip *initProc) kill(waited bool) {
 	pc := ip.pre // no world took it
 	ip.pre = nil
-	if pc != nil {
-		// Its placement names the init by pid: it ends before the init
+	if pc != nil && pc.cg != nil {
+		// A placement names the init by pid: it ends before the init
 		// can be reaped and its pid reused.
-		<-pc.made
-		if pc.cg != nil {
-			<-pc.placed
-		}
+		<-pc.placed
 	}
 	if !waited && ip.wait() == nil {
 		if ip.ctlW != nil {
@@ -390,12 +403,22 @@ func Prestart() {
 		if err != nil {
 			return // the world's Open reports it, with its plan
 		}
+		// The cgroup is made beside the init's descriptors.
+		made := make(chan *preCgroup, 1)
+		go func() { made <- newPreCgroup(f.cgParent, id) }()
 		ip, err := newInitProc(f)
+		pc := <-made
 		if err != nil {
+			if pc != nil && pc.cg != nil {
+				_ = pc.cg.destroy()
+			}
 			return
 		}
+		if ip.pre = pc; pc != nil && pc.cg != nil {
+			ip.cgDirs = pc.cg.dirs
+		}
 		ip.begin()
-		ip.beginCgroup(id)
+		ip.awaitPlaced()
 		prestart.mu.Lock()
 		prestart.ip = ip
 		prestart.mu.Unlock()
@@ -436,10 +459,8 @@ func takePrestart(f spawnFor, stateID string, limited bool) *initProc {
 	if ip == nil {
 		return nil
 	}
-	if pc := ip.pre; pc != nil {
-		if <-pc.made; pc.cg == nil {
-			ip.pre = nil // none could be made (no delegated cgroup): the init is in none
-		}
+	if pc := ip.pre; pc != nil && pc.cg == nil {
+		ip.pre = nil // none could be made (no delegated cgroup): the init is in none
 	}
 	if !ip.spawnFor.same(f) || ip.pre != nil && (ip.pre.id != stateID || !limited) {
 		ip.kill(false)

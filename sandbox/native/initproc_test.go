@@ -178,3 +178,43 @@ func TestSpawnForSame(t *testing.T) {
 		t.Error("a root's init and an unprivileged one's are the same")
 	}
 }
+
+// TestPrestartBornInItsCgroup: on cgroup v1 a prestarted init is in its
+// world's group as soon as it runs, in every hierarchy (forked by the
+// spawner thread from inside it), not placed there later by its pid;
+// and no thread of dsh stays in the group.
+func TestPrestartBornInItsCgroup(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("cgroup v1 only: on v2 every init is born in its group (CLONE_INTO_CGROUP)")
+	}
+	pid, pc := prestarted(t)
+	if pc == nil || pc.cg == nil {
+		t.Fatal("Prestart made no cgroup")
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]string{} // controller: group
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 {
+			for _, c := range strings.Split(f[1], ",") {
+				in[c] = f[2]
+			}
+		}
+	}
+	want := "/" + cgroupParent + "/" + pc.id
+	for _, c := range v1Controllers {
+		if in[c] != want {
+			t.Errorf("the init started in the %s group %q, not its world's %s", c, in[c], want)
+		}
+	}
+	tasks, _ := filepath.Glob("/proc/self/task/*/cgroup")
+	for _, f := range tasks {
+		if b, _ := os.ReadFile(f); strings.Contains(string(b), pc.id) {
+			t.Errorf("a thread of dsh stayed in the world's group: %s:\n%s", f, b)
+		}
+	}
+}

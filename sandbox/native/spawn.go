@@ -223,8 +223,6 @@ type starting struct {
 	// ip is the init being spawned (initproc.go).
 	ip    *initProc
 	trees []int
-	// making is the cgroup v1 being made in parallel with the spawn.
-	making chan cgroupResult
 	// adopted says the world's cgroup is the one Prestart made and
 	// placed the init in (adoptCgroup).
 	adopted bool
@@ -250,13 +248,12 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		name string
 		run  func() error
 	}{
-		{"spawn", s.spawn},                 // the init begins (or Prestart's is taken); cgroup v2 with limits: after makeCgroup
 		{"name", s.name},                   // the world's name and root mount point
-		{"makeCgroup", s.makeCgroup},       // the world's cgroup, if it has limits (v1: in parallel)
+		{"spawn", s.spawn},                 // Prestart's init is taken, or the world's cgroup made (with limits) and the init begun in it
 		{"protect", s.protect},             // placeholders and binds of the protected paths
 		{"connectEgress", s.connectEgress}, // the broker connection dsh serves
-		{"spawned", s.awaitSpawn},          // the init runs, in its namespaces (and cgroup v2)
-		{"placeInCgroup", s.placeInCgroup}, // cgroup v1: begun, done before anything of the world runs
+		{"spawned", s.awaitSpawn},          // the init runs, in its namespaces and cgroup
+		{"placeInCgroup", s.placeInCgroup}, // an init not born in its cgroup v1: placed by its pid
 		{"makeTrees", s.makeTrees},         // a root caller: the idmapped workspace and homes
 		{"release", s.release},             // the init may go on
 		{"awaitReady", s.awaitReady},       // its verdict
@@ -300,48 +297,34 @@ func (s *starting) connectEgress() error {
 	return nil
 }
 
-// makeCgroup creates the world's cgroup. On cgroup v2 the init is born
-// in it (clone3 CLONE_INTO_CGROUP), so it must exist before the spawn. On
-// v1 the init is placed in it after the spawn, so it is made meanwhile,
-// in parallel with the clone: placeInCgroup takes it (cgroupMade).
+// makeCgroup creates the world's cgroup, if it has limits, before the
+// spawn: the init is born in it (cgroup v2: clone3 CLONE_INTO_CGROUP; v1:
+// forked by the spawner thread from inside it, spawner.go).
 func (s *starting) makeCgroup() error {
-	if s.ip != nil && s.ip.pre != nil {
-		return s.adoptCgroup()
-	}
 	if !s.wantLimits {
 		return nil
 	}
+	cg, err := newCgroup(s.cgParent, s.l.id, s.res)
+	if err != nil {
+		return err
+	}
+	s.l.cg = cg
 	// Through the field: a closing instance destroys it first.
 	s.l.undo.push(func() {
-		_ = s.cgroupMade()
 		if s.l.cg != nil {
 			_ = s.l.cg.destroy()
 		}
 	})
-	if unified() {
-		cg, err := newCgroup(s.cgParent, s.l.id, s.res)
-		s.l.cg = cg
-		return err
-	}
-	s.making = make(chan cgroupResult, 1)
-	go func() {
-		cg, err := newCgroup(s.cgParent, s.l.id, s.res)
-		s.making <- cgroupResult{cg, err}
-	}()
 	return nil
 }
 
 // adoptCgroup makes the cgroup Prestart made for its init (preCgroup),
 // named for this world, the world's: limited as its Spec says. The
-// init's placement in it may still be under way: awaitPlaced waits for
-// it, as for a group made here.
+// init was born in it, or its placement may still be under way:
+// awaitPlaced waits for it, as for a group made here.
 func (s *starting) adoptCgroup() error {
 	pc := s.ip.pre
 	s.ip.pre = nil // the launch's now
-	<-pc.made
-	if pc.cg == nil { // never made
-		return pc.err
-	}
 	s.l.cg = pc.cg
 	s.l.undo.push(func() {
 		if s.l.cg != nil { // through the field: a closing instance destroys it first
@@ -354,27 +337,6 @@ func (s *starting) adoptCgroup() error {
 		return &unavailableError{Step: "limit the sandbox's cgroup " + s.cgParent + "/" + s.l.id, Err: err, Fix: cgroupFix}
 	}
 	return nil
-}
-
-// cgroupResult is what a cgroup v1 made in parallel with the spawn came
-// to.
-type cgroupResult struct {
-	cg  worldCgroup
-	err error
-}
-
-// cgroupMade waits for the cgroup makeCgroup made in parallel, if it has
-// not been taken yet, and returns its error.
-func (s *starting) cgroupMade() error {
-	if s.making == nil {
-		return nil
-	}
-	r := <-s.making
-	s.making = nil
-	if r.cg != nil {
-		s.l.cg = r.cg
-	}
-	return r.err
 }
 
 // spawnFor is what this world's init is spawned for.
@@ -390,31 +352,33 @@ func (s *starting) spawnFor() spawnFor {
 	return f
 }
 
-// spawn begins the init's spawn, which runs while the next steps make the
-// world's state (awaitSpawn joins it), or takes the init Prestart began
-// for the same. On cgroup v2 a world with limits is spawned by
-// awaitSpawn instead: its init is born in the cgroup, made meanwhile.
+// spawn takes the init Prestart began for the same world, with its
+// cgroup; or makes the world's cgroup and begins the init's spawn in it,
+// which runs while the next steps make the world's state (awaitSpawn
+// joins it).
 func (s *starting) spawn() error {
 	f := s.spawnFor()
-	if s.wantLimits && unified() {
-		return nil
+	if s.ip = takePrestart(f, s.l.id, s.wantLimits); s.ip != nil {
+		s.l.ip = s.ip
+		if s.ip.pre != nil {
+			return s.adoptCgroup()
+		}
+		// Spawned in no cgroup: placed in the world's by its pid.
+		return s.makeCgroup()
 	}
-	id, err := stateName(s.worldID)
-	if err != nil {
+	if err := s.makeCgroup(); err != nil {
 		return err
 	}
-	if s.ip = takePrestart(f, id, s.wantLimits); s.ip != nil {
-		s.l.ip = s.ip
-		return nil
+	var groups []string
+	if s.l.cg != nil {
+		f.cgroupFD = s.l.cg.dirFD()
+		groups = v1Groups(s.l.cg)
 	}
-	return s.beginSpawn(f)
-}
-
-func (s *starting) beginSpawn(f spawnFor) error {
 	ip, err := newInitProc(f)
 	if err != nil {
 		return err
 	}
+	ip.cgDirs = groups
 	s.ip, s.l.ip = ip, ip
 	ip.begin()
 	return nil
@@ -423,13 +387,6 @@ func (s *starting) beginSpawn(f spawnFor) error {
 // awaitSpawn waits for the init to run and hands the launch its
 // process and ends.
 func (s *starting) awaitSpawn() error {
-	if s.ip == nil { // cgroup v2 with limits: spawned now, in its cgroup
-		f := s.spawnFor()
-		f.cgroupFD = s.l.cg.dirFD()
-		if err := s.beginSpawn(f); err != nil {
-			return err
-		}
-	}
 	if err := s.ip.wait(); err != nil {
 		if s.mapped {
 			if rerr := s.ids.usable(); rerr != nil {
@@ -445,27 +402,23 @@ func (s *starting) awaitSpawn() error {
 	return nil
 }
 
-// placeInCgroup puts the init in its cgroup where it was not born in it
-// (cgroup v1). Writing cgroup.procs waits for an RCU grace period of the
-// kernel's cgroup_threadgroup_rwsem, 5-15 ms on a small VM, longer than
-// the init's whole setup. In exec mode the init executes the command when
-// set up, so it is placed before it is released. A serving init runs
-// nothing of the world until dsh asks it to, which is after start
-// returns: it is placed while it sets up, and awaitPlaced waits for that
-// before the pids limit is fitted to its threads. (The init's own setup
-// allocations are then charged where dsh runs, as its runtime's start
-// always was.)
+// placeInCgroup places the init in its cgroup v1 by its pid where it
+// could not be born in it (spawnIn: the spawner thread may not move).
+// That write waits for an RCU grace period of the kernel's
+// cgroup_threadgroup_rwsem, 5-15 ms on a small VM, longer than the init's
+// whole setup. In exec mode the init executes the command when set up,
+// so it is placed before it is released. A serving init runs nothing of
+// the world until dsh asks it to, which is after start returns: it is
+// placed while it sets up, and awaitPlaced waits for that before the
+// pids limit is fitted to its threads.
 func (s *starting) placeInCgroup() error {
-	if s.adopted { // placed already, while dsh loaded its configuration
+	if s.adopted { // Prestart's: in its cgroup, or placed while dsh loaded its configuration
 		return nil
 	}
 	if s.serve {
 		protectInit(s.l.cmd.Process.Pid)
 	}
-	if err := s.cgroupMade(); err != nil {
-		return err
-	}
-	if s.l.cg == nil || s.ip.cgroupFD >= 0 {
+	if s.l.cg == nil || s.ip.cgroupFD >= 0 || s.ip.bornIn {
 		return nil
 	}
 	// Taken now: a failed start's cleanup kills the init (and clears

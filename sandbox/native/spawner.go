@@ -1,16 +1,22 @@
 package native
 
 import (
+	"fmt"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // The init's parent-death signal fires when the OS thread that forked it
 // exits, not only when dsh does. Go ends a thread when a goroutine that
 // locked it returns, which may happen to any thread later. So every init
 // is forked from one thread that is locked for the life of the process
-// and never exits.
+// and never exits: the spawner. It is never the main thread, whose
+// groups are the memory cgroup every page of dsh is charged to (it moves
+// into a world's groups to fork its init: threadcg.go).
 var spawner struct {
 	once sync.Once
 	reqs chan spawnReq
@@ -18,21 +24,84 @@ var spawner struct {
 
 type spawnReq struct {
 	cmd  *exec.Cmd
-	done chan error
+	dirs []string // cgroup v1: the world's groups, to start it in
+	done chan spawnResult
 }
 
-// startPinned runs cmd.Start on the spawner thread.
-func startPinned(cmd *exec.Cmd) error {
+type spawnResult struct {
+	bornIn bool // the init started in dirs
+	err    error
+}
+
+// startPinned runs cmd.Start on the spawner thread, inside the cgroup v1
+// groups dirs where the thread may move (threadcg.go); bornIn says it
+// did. Otherwise the caller places the init by its pid.
+func startPinned(cmd *exec.Cmd, dirs []string) (bornIn bool, err error) {
 	spawner.once.Do(func() {
 		spawner.reqs = make(chan spawnReq)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread lives as long as dsh
-			for r := range spawner.reqs {
-				r.done <- r.cmd.Start()
-			}
-		}()
+		go serveSpawns(nil)
 	})
-	done := make(chan error, 1)
-	spawner.reqs <- spawnReq{cmd: cmd, done: done}
-	return <-done
+	done := make(chan spawnResult, 1)
+	spawner.reqs <- spawnReq{cmd: cmd, dirs: dirs, done: done}
+	r := <-done
+	return r.bornIn, r.err
+}
+
+// serveSpawns locks its goroutine to a thread other than the main one
+// and serves spawns from it; started, if not nil, is closed once it
+// does.
+func serveSpawns(started chan struct{}) {
+	runtime.LockOSThread() // never unlocked: the thread lives as long as dsh
+	if unix.Gettid() == unix.Getpid() {
+		// Held here, the main thread runs nothing else: the next
+		// goroutine locks another.
+		next := make(chan struct{})
+		go serveSpawns(next)
+		<-next
+		runtime.UnlockOSThread()
+		return
+	}
+	if started != nil {
+		close(started)
+	}
+	for r := range spawner.reqs {
+		res, stuck := spawnIn(r.cmd, r.dirs)
+		if stuck {
+			// Left in a world's groups: this thread must not fork
+			// again, and it leaves them by ending. (destroy never
+			// signals dsh itself, should it still be there.)
+			go serveSpawns(nil)
+			r.done <- res
+			return
+		}
+		r.done <- res
+	}
+}
+
+// spawnIn starts cmd inside the v1 groups dirs if this thread may move
+// there and back, else where it is. stuck says it could not move back.
+func spawnIn(cmd *exec.Cmd, dirs []string) (res spawnResult, stuck bool) {
+	if len(dirs) == 0 {
+		return spawnResult{err: cmd.Start()}, false
+	}
+	// Moving to where it is already proves it may move back.
+	home, err := threadGroupsV1()
+	if err != nil || slices.Equal(home, dirs) || moveThread(home) != nil {
+		return spawnResult{err: cmd.Start()}, false
+	}
+	if err := moveThread(dirs); err != nil {
+		if moveThread(home) != nil {
+			return spawnResult{err: fmt.Errorf("native: moving the spawner thread back from the world's cgroup: %w", err)}, true
+		}
+		return spawnResult{err: cmd.Start()}, false
+	}
+	err = cmd.Start()
+	if merr := moveThread(home); merr != nil {
+		if err == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		return spawnResult{err: fmt.Errorf("native: moving the spawner thread back from the world's cgroup: %w", merr)}, true
+	}
+	return spawnResult{bornIn: err == nil, err: err}, false
 }
