@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
-	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -86,12 +85,12 @@ func spawnIn(cmd *exec.Cmd, dirs []string) (res spawnResult, stuck bool) {
 	}
 	// Moving to where it is already proves it may move back.
 	home, err := threadGroupsV1()
-	if err != nil || slices.Equal(home, dirs) || moveThread(home) != nil {
+	if err != nil || moveThread(home) != nil {
 		return spawnResult{err: cmd.Start()}, false
 	}
-	if err := moveThread(dirs); err != nil {
-		if moveThread(home) != nil {
-			return spawnResult{err: fmt.Errorf("native: moving the spawner thread back from the world's cgroup: %w", err)}, true
+	if moveThread(dirs) != nil {
+		if err := moveThread(home); err != nil {
+			return spawnResult{err: stuckError(err)}, true
 		}
 		return spawnResult{err: cmd.Start()}, false
 	}
@@ -101,7 +100,11 @@ func spawnIn(cmd *exec.Cmd, dirs []string) (res spawnResult, stuck bool) {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
-		return spawnResult{err: fmt.Errorf("native: moving the spawner thread back from the world's cgroup: %w", merr)}, true
+		return spawnResult{err: stuckError(merr)}, true
 	}
 	return spawnResult{bornIn: err == nil, err: err}, false
+}
+
+func stuckError(err error) error {
+	return fmt.Errorf("native: moving the spawner thread back out of the world's cgroup: %w", err)
 }
