@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -129,4 +130,115 @@ func TestCgroupParentMustStayInside(t *testing.T) {
 			t.Errorf("Open with CgroupParent %q = %v, want a refusal naming Options.CgroupParent", p, err)
 		}
 	}
+}
+
+// On cgroup v1 the spawner forks a child inside the groups it is given
+// (moving there and back itself), and where it may not move into them
+// it starts the child where it is, for its pid to be placed; either way
+// no thread of dsh is left outside its own groups.
+func TestSpawnerStartsInV1Groups(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("cgroup v1 only")
+	}
+	id, err := stateName(sandbox.NewWorldID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := newCgroup(cgroupParent, id, &specs.LinuxResources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg := g.(*cgroupV1)
+	t.Cleanup(func() { cg.destroy() })
+	home := threadsGroups(t)
+	start := func(dirs []string) (int, bool) {
+		cmd := exec.Command("sleep", "100")
+		born, err := startPinned(cmd, dirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd.Process.Pid, born
+	}
+
+	pid, born := start(cg.dirs)
+	if !born {
+		t.Error("the spawner did not report the child born in the groups")
+	}
+	if got, want := groupsOf(t, "/proc/"+itoa(pid)+"/cgroup"), "/"+cgroupParent+"/"+id; !allAre(got, want) {
+		t.Errorf("the child started in %v, not %s in every hierarchy", got, want)
+	}
+
+	missing := []string{}
+	for _, d := range cg.dirs {
+		missing = append(missing, d+"-missing")
+	}
+	pid, born = start(missing)
+	if born {
+		t.Error("the spawner reported a child born in groups that do not exist")
+	}
+	if got := groupsOf(t, "/proc/"+itoa(pid)+"/cgroup"); !sameGroups(got, home) {
+		t.Errorf("the fallback child started in %v, not dsh's own %v", got, home)
+	}
+	if got := threadsGroups(t); !sameGroups(got, home) {
+		t.Errorf("dsh's threads are in %v after the spawns, not %v", got, home)
+	}
+}
+
+// groupsOf reads a /proc cgroup file: controller → group, for the
+// hierarchies a world joins.
+func groupsOf(t *testing.T, file string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 {
+			for _, c := range strings.Split(f[1], ",") {
+				if slices.Contains(v1Controllers, c) {
+					in[c] = f[2]
+				}
+			}
+		}
+	}
+	return in
+}
+
+// threadsGroups is groupsOf every thread of this process, which must all
+// be in the same groups.
+func threadsGroups(t *testing.T) map[string]string {
+	t.Helper()
+	files, _ := filepath.Glob("/proc/self/task/*/cgroup")
+	var first map[string]string
+	for _, f := range files {
+		g := groupsOf(t, f)
+		if first == nil {
+			first = g
+		} else if !sameGroups(g, first) {
+			t.Errorf("thread %s is in %v, the others in %v", f, g, first)
+		}
+	}
+	return first
+}
+
+func allAre(m map[string]string, v string) bool {
+	for _, c := range v1Controllers {
+		if m[c] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func sameGroups(a, b map[string]string) bool {
+	for _, c := range v1Controllers {
+		if a[c] != b[c] {
+			return false
+		}
+	}
+	return true
 }
