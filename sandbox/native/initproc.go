@@ -392,15 +392,17 @@ func Prestart() {
 	prestart.done = done
 	// The seccomp program of a world of this caller, ready for its plan
 	// (an unprivileged caller's refuses System V shared memory), and
-	// encoding/json's caches of the Config's types for its release.
-	go func() {
+	// encoding/json's caches of the Config's types for its release: made
+	// once the init is spawned, which needs the second core first.
+	warm := func() {
 		_, _ = filterProgram(os.Geteuid() != 0)
 		_, _ = (&nsinit.Config{}).Encode()
-	}()
+	}
 	go func() {
 		defer close(done)
 		f, err := defaultSpawn()
 		if err != nil {
+			go warm()
 			return // the world's Open reports it, with its plan
 		}
 		// The cgroup is made beside the init's descriptors.
@@ -409,6 +411,7 @@ func Prestart() {
 		ip, err := newInitProc(f)
 		pc := <-made
 		if err != nil {
+			go warm()
 			if pc != nil && pc.cg != nil {
 				_ = pc.cg.destroy()
 			}
@@ -419,6 +422,7 @@ func Prestart() {
 		}
 		ip.begin()
 		ip.awaitPlaced()
+		go func() { _ = ip.wait(); warm() }()
 		prestart.mu.Lock()
 		prestart.ip = ip
 		prestart.mu.Unlock()
