@@ -33,6 +33,8 @@ const drainTimeout = 5 * time.Second
 type worldCgroup interface {
 	// add places pid in the cgroup.
 	add(pid int) error
+	// limit sets the limits r.
+	limit(r *specs.LinuxResources) error
 	// dirFD returns a descriptor of the cgroup directory for clone3's
 	// CLONE_INTO_CGROUP (v2 only), or -1.
 	dirFD() int
@@ -290,6 +292,8 @@ type cgroupV2 struct {
 }
 
 func (g *cgroupV2) add(pid int) error { return g.m.AddProc(uint64(pid)) }
+
+func (g *cgroupV2) limit(r *specs.LinuxResources) error { return g.m.Update(cgroup2.ToResources(r)) }
 
 func (g *cgroupV2) setPids(n int64) error {
 	return g.m.Update(&cgroup2.Resources{Pids: &cgroup2.Pids{Max: n}})

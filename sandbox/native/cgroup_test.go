@@ -164,7 +164,7 @@ func TestSpawnerStartsInV1Groups(t *testing.T) {
 	}
 
 	pid, born := start(cg.dirs)
-	if !born {
+	if !born || !bornIn(pid, cg.dirs) {
 		t.Error("the spawner did not report the child born in the groups")
 	}
 	if got, want := groupsOf(t, "/proc/"+itoa(pid)+"/cgroup"), "/"+cgroupParent+"/"+id; !allAre(got, want) {
@@ -181,6 +181,10 @@ func TestSpawnerStartsInV1Groups(t *testing.T) {
 	}
 	if got := groupsOf(t, "/proc/"+itoa(pid)+"/cgroup"); !sameGroups(got, home) {
 		t.Errorf("the fallback child started in %v, not dsh's own %v", got, home)
+	}
+	// What the spawner reads back before it reports a child born inside.
+	if bornIn(pid, cg.dirs) {
+		t.Error("bornIn took a child outside the groups for one inside")
 	}
 	if got := threadsGroups(t); !sameGroups(got, home) {
 		t.Errorf("dsh's threads are in %v after the spawns, not %v", got, home)
@@ -241,4 +245,65 @@ func sameGroups(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// A world's limits are set once its init is spawned, before its release:
+// the fork (a copy of dsh's page tables, charged to the memory group the
+// forking thread is in) and the child until its execve are held neither
+// to the world's memory limit nor to its cpu quota, which would make one
+// world's quota slow the spawner every world shares. The world still
+// runs inside them.
+func TestLimitsSetAfterTheSpawn(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("cgroup v1 files")
+	}
+	var atSpawn map[string]string
+	beforeSpawn = func(cg worldCgroup) {
+		atSpawn = v1Limits(t, cg)
+	}
+	t.Cleanup(func() { beforeSpawn = func(worldCgroup) {} })
+	spec := sandbox.DefaultSpec(t.TempDir())
+	in, err := New(nil).Open(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if atSpawn == nil {
+		t.Fatal("the world's init was not spawned in a cgroup")
+	}
+	opened := v1Limits(t, in.(*instance).l.cg)
+	for file, v := range atSpawn {
+		if v == opened[file] {
+			t.Errorf("%s was already %s when the init was spawned", file, v)
+		}
+	}
+	if got, want := opened["memory.limit_in_bytes"], strconv.FormatInt(*spec.Resources.Memory.Limit, 10); got != want {
+		t.Errorf("the open world's memory limit is %s, want %s", got, want)
+	}
+	if got, want := opened["cpu.cfs_quota_us"], strconv.FormatInt(*spec.Resources.CPU.Quota, 10); got != want {
+		t.Errorf("the open world's cpu quota is %s, want %s", got, want)
+	}
+}
+
+// v1Limits reads a v1 world group's memory limit and cpu quota.
+func v1Limits(t *testing.T, cg worldCgroup) map[string]string {
+	t.Helper()
+	g, ok := cg.(*cgroupV1)
+	if !ok {
+		t.Fatalf("not a cgroup v1 group: %T", cg)
+	}
+	out := map[string]string{}
+	for _, d := range g.dirs {
+		for _, f := range []string{"memory.limit_in_bytes", "cpu.cfs_quota_us"} {
+			if b, err := os.ReadFile(filepath.Join(d, f)); err == nil {
+				out[f] = strings.TrimSpace(string(b))
+			}
+		}
+	}
+	if len(out) != 2 {
+		t.Fatalf("read %v from %v", out, g.dirs)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,4 +218,39 @@ func TestPrestartBornInItsCgroup(t *testing.T) {
 			t.Errorf("a thread of dsh stayed in the world's group: %s:\n%s", f, b)
 		}
 	}
+}
+
+// TestFailedStartReapsItsInit: a start that fails after its init was
+// spawned (here at the protected paths: the workspace's .git is a link)
+// kills and reaps that init; no child of dsh is left, not even a zombie.
+func TestFailedStartReapsItsInit(t *testing.T) {
+	testenv.RequireUserNS(t)
+	ws := t.TempDir()
+	if err := os.Symlink(t.TempDir(), filepath.Join(ws, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	before := childPids(t)
+	in, err := New(nil).Open(context.Background(), sandbox.DefaultSpec(ws), nil)
+	if err == nil {
+		in.Close()
+		t.Fatal("a workspace whose .git is a link was opened")
+	}
+	for _, pid := range childPids(t) {
+		if !slices.Contains(before, pid) {
+			b, _ := os.ReadFile("/proc/" + pid + "/stat")
+			t.Errorf("the failed start left its init (%s) behind: %s", err, b)
+		}
+	}
+}
+
+// childPids lists the children of this process (of all its threads).
+func childPids(t *testing.T) []string {
+	t.Helper()
+	files, _ := filepath.Glob("/proc/self/task/*/children")
+	var pids []string
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		pids = append(pids, strings.Fields(string(b))...)
+	}
+	return pids
 }

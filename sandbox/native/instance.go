@@ -109,6 +109,6 @@ func (in *instance) stop() {
 		_ = in.client.Close()
 		_ = in.l.cmd.Process.Kill()
 		_ = in.l.cmd.Wait()
-		in.l.cmd = nil // waited for: cleanup must not wait again
+		in.l.cmd, in.l.waited = nil, true // cleanup must not wait again
 	})
 }

@@ -28,7 +28,7 @@ func (d *Driver) runOnce(ctx context.Context, spec *sandbox.Spec, argv, env []st
 		<-done
 		err = ctx.Err()
 	}
-	l.cmd = nil
+	l.cmd, l.waited = nil, true
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return fmt.Errorf("native: %s: %w", argv[0], err)

@@ -37,8 +37,11 @@ type launch struct {
 	// process until someone waited for it (then nil).
 	ip  *initProc
 	cmd *exec.Cmd
-	id  string // the world's name: its cgroup's, with the owner for reaping
-	cg  worldCgroup
+	// waited says its user waited for the init (instance.stop): cleanup
+	// neither kills nor waits for it again.
+	waited bool
+	id     string // the world's name: its cgroup's, with the owner for reaping
+	cg     worldCgroup
 	// placing is the result of placing the init in its cgroup v1 while
 	// it sets up (serve mode), nil when that is done or not needed: the
 	// write names the init by its pid, so the init is not killed and
@@ -77,7 +80,7 @@ func (u *undo) run() {
 func (l *launch) cleanup() {
 	_ = l.awaitPlaced() // before the init's pid can be reaped and reused
 	if l.ip != nil {
-		l.ip.kill(l.cmd == nil && l.ip.wait() == nil) // cmd is nil once its user waited for it
+		l.ip.kill(l.waited)
 		l.ip, l.cmd = nil, nil
 	}
 	l.undo.run()
@@ -206,8 +209,13 @@ type filterResult struct {
 
 // afterPlan runs between the checks of plan and the steps that use what
 // they checked: the tests swap a checked path for a link there, as a
-// world writing a directory above it could.
-var afterPlan = func() {}
+// world writing a directory above it could. beforeSpawn runs as a
+// world's own init (not Prestart's) is spawned, in its cgroup if any: the
+// tests read the cgroup's limits there.
+var (
+	afterPlan   = func() {}
+	beforeSpawn = func(worldCgroup) {}
+)
 
 // starting is one start in progress: the launch being built and what
 // only the start needs (its descriptors, closed by transient whether it
@@ -253,6 +261,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		{"protect", s.protect},             // placeholders and binds of the protected paths
 		{"connectEgress", s.connectEgress}, // the broker connection dsh serves
 		{"spawned", s.awaitSpawn},          // the init runs, in its namespaces and cgroup
+		{"limit", s.limit},                 // the cgroup's limits, now the spawn is done
 		{"placeInCgroup", s.placeInCgroup}, // an init not born in its cgroup v1: placed by its pid
 		{"makeTrees", s.makeTrees},         // a root caller: the idmapped workspace and homes
 		{"release", s.release},             // the init may go on
@@ -299,12 +308,16 @@ func (s *starting) connectEgress() error {
 
 // makeCgroup creates the world's cgroup, if it has limits, before the
 // spawn: the init is born in it (cgroup v2: clone3 CLONE_INTO_CGROUP; v1:
-// forked by the spawner thread from inside it, spawner.go).
+// forked by the spawner thread from inside it, spawner.go). Its limits
+// are set once the spawn is done (limit): the fork and the child until
+// its execve are not held to them, nor charged against them, and one
+// world's cpu quota never slows the spawner every world shares. Nothing
+// of the world runs before the release, which comes after.
 func (s *starting) makeCgroup() error {
 	if !s.wantLimits {
 		return nil
 	}
-	cg, err := newCgroup(s.cgParent, s.l.id, s.res)
+	cg, err := newCgroup(s.cgParent, s.l.id, &specs.LinuxResources{})
 	if err != nil {
 		return err
 	}
@@ -318,8 +331,20 @@ func (s *starting) makeCgroup() error {
 	return nil
 }
 
+// limit gives the world's cgroup the limits its Spec names (a prestarted
+// init's too, adopted).
+func (s *starting) limit() error {
+	if s.l.cg == nil {
+		return nil
+	}
+	if err := s.l.cg.limit(s.res); err != nil {
+		return &unavailableError{Step: "limit the sandbox's cgroup " + s.cgParent + "/" + s.l.id, Err: err, Fix: cgroupFix}
+	}
+	return nil
+}
+
 // adoptCgroup makes the cgroup Prestart made for its init (preCgroup),
-// named for this world, the world's: limited as its Spec says. The
+// named for this world, the world's (limited by the limit step). The
 // init was born in it, or its placement may still be under way:
 // awaitPlaced waits for it, as for a group made here.
 func (s *starting) adoptCgroup() error {
@@ -333,9 +358,6 @@ func (s *starting) adoptCgroup() error {
 	})
 	s.adopted = true
 	s.l.placing = pc.placed
-	if err := pc.cg.limit(s.res); err != nil {
-		return &unavailableError{Step: "limit the sandbox's cgroup " + s.cgParent + "/" + s.l.id, Err: err, Fix: cgroupFix}
-	}
 	return nil
 }
 
@@ -380,6 +402,7 @@ func (s *starting) spawn() error {
 	}
 	ip.cgDirs = groups
 	s.ip, s.l.ip = ip, ip
+	beforeSpawn(s.l.cg)
 	ip.begin()
 	return nil
 }

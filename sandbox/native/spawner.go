@@ -66,12 +66,14 @@ func serveSpawns(started chan struct{}) {
 	for r := range spawner.reqs {
 		res, stuck := spawnIn(r.cmd, r.dirs)
 		if stuck {
-			// Left in a world's groups: this thread must not fork
-			// again, and it leaves them by ending. (destroy never
-			// signals dsh itself, should it still be there.)
+			// Left in a world's groups. Ending the thread would send
+			// every init it forked its parent-death signal, so it is
+			// parked for dsh's life instead: that world's group stays
+			// (destroy never signals dsh itself), and another thread
+			// serves the spawns.
 			go serveSpawns(nil)
 			r.done <- res
-			return
+			select {}
 		}
 		r.done <- res
 	}
@@ -83,26 +85,29 @@ func spawnIn(cmd *exec.Cmd, dirs []string) (res spawnResult, stuck bool) {
 	if len(dirs) == 0 {
 		return spawnResult{err: cmd.Start()}, false
 	}
-	// Moving to where it is already proves it may move back.
-	home, err := threadGroupsV1()
-	if err != nil || moveThread(home) != nil {
+	home, err := openThreadHome()
+	if err != nil {
 		return spawnResult{err: cmd.Start()}, false
 	}
+	defer home.close()
 	if moveThread(dirs) != nil {
-		if err := moveThread(home); err != nil {
+		if err := home.moveBack(); err != nil {
 			return spawnResult{err: stuckError(err)}, true
 		}
 		return spawnResult{err: cmd.Start()}, false
 	}
 	err = cmd.Start()
-	if merr := moveThread(home); merr != nil {
+	if merr := home.moveBack(); merr != nil {
 		if err == nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
 		return spawnResult{err: stuckError(merr)}, true
 	}
-	return spawnResult{bornIn: err == nil, err: err}, false
+	if err != nil {
+		return spawnResult{err: err}, false
+	}
+	return spawnResult{bornIn: bornIn(cmd.Process.Pid, dirs)}, false
 }
 
 func stuckError(err error) error {

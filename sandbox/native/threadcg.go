@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -17,14 +19,19 @@ import (
 // Writing 0 to tasks moves the calling thread alone, which the kernel
 // does without that lock. So the spawner thread moves itself into the
 // world's group, forks the init there (a child starts in its parent
-// thread's groups) and moves itself back. Where it could not move back,
-// it does not go: it first moves itself to where it already is, which
-// fails as moving back would.
+// thread's groups) and moves itself back. The group has no limits yet
+// (they are set once the init runs, before its release: makeCgroup), so
+// neither the fork — a full copy of dsh's page tables, charged to the
+// memory group of the thread that forks — nor the child until its execve
+// is held to the world's memory or cpu limit. The way back is opened
+// before the thread goes (threadHome), and the init's groups are read
+// back from /proc before it is taken for born inside (bornIn).
 
-// threadGroupsV1 are the directories of the calling thread's own group,
-// one per hierarchy of v1Controllers, in the order of cgroupV1.dirs.
-func threadGroupsV1() ([]string, error) {
-	f, err := os.Open("/proc/thread-self/cgroup")
+// groupsV1 are the directories of the groups a cgroup file of /proc
+// (/proc/PID/cgroup, /proc/thread-self/cgroup) names, one per hierarchy
+// of v1Controllers, in the order of cgroupV1.dirs.
+func groupsV1(file string) ([]string, error) {
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
@@ -49,11 +56,56 @@ func threadGroupsV1() ([]string, error) {
 		c := v1Controllers[i]
 		p, ok := paths[c]
 		if !ok {
-			return nil, errors.New("this thread is in no cgroup v1 " + c + " group")
+			return nil, errors.New(file + " names no cgroup v1 " + c + " group")
 		}
 		dirs = append(dirs, filepath.Join(cgroupRoot, c, p))
 	}
 	return dirs, nil
+}
+
+// threadHome is the way back to the calling thread's own groups: their
+// tasks files, open for writing.
+type threadHome []int
+
+// openThreadHome opens the tasks files of the calling thread's groups
+// and moves the thread to where it is through them, which proves it may
+// move back (the move back then allocates no descriptor in a world's
+// memory group).
+func openThreadHome() (threadHome, error) {
+	dirs, err := groupsV1("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	var h threadHome
+	for _, d := range dirs {
+		fd, err := unix.Open(filepath.Join(d, "tasks"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			h.close()
+			return nil, err
+		}
+		h = append(h, fd)
+	}
+	if err := h.moveBack(); err != nil {
+		h.close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// moveBack moves the calling thread back to its own groups.
+func (h threadHome) moveBack() error {
+	for _, fd := range h {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h threadHome) close() {
+	for _, fd := range h {
+		unix.Close(fd)
+	}
 }
 
 // moveThread moves the calling thread into the group dirs (one per
@@ -71,6 +123,14 @@ func moveThread(dirs []string) error {
 		}
 	}
 	return nil
+}
+
+// bornIn reports whether process pid is in the groups dirs: read back,
+// for something of the host (an administrator, a service manager) may
+// have moved all of dsh meanwhile.
+func bornIn(pid int, dirs []string) bool {
+	got, err := groupsV1("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	return err == nil && slices.Equal(got, dirs)
 }
 
 // v1Groups are the directories of a cgroup v1 world's group, nil on v2.
