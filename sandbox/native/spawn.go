@@ -47,6 +47,9 @@ type launch struct {
 	// write names the init by its pid, so the init is not killed and
 	// reaped before it is done (cleanup).
 	placing <-chan error
+	// limiting is the result of limiting the cgroup once the spawn is
+	// done (limitOnceSpawned), nil when that was taken.
+	limiting chan error
 	// upper is the overlay workspace's upper tmpfs (a detached mount
 	// the init made), nil in the other modes.
 	upper *os.File
@@ -79,6 +82,10 @@ func (u *undo) run() {
 // (a nil cg is skipped).
 func (l *launch) cleanup() {
 	_ = l.awaitPlaced() // before the init's pid can be reaped and reused
+	if l.limiting != nil {
+		<-l.limiting // before the cgroup is removed
+		l.limiting = nil
+	}
 	if l.ip != nil {
 		l.ip.kill(l.waited)
 		l.ip, l.cmd = nil, nil
@@ -261,9 +268,9 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		{"protect", s.protect},             // placeholders and binds of the protected paths
 		{"connectEgress", s.connectEgress}, // the broker connection dsh serves
 		{"spawned", s.awaitSpawn},          // the init runs, in its namespaces and cgroup
-		{"limit", s.limit},                 // the cgroup's limits, now the spawn is done
 		{"placeInCgroup", s.placeInCgroup}, // an init not born in its cgroup v1: placed by its pid
 		{"makeTrees", s.makeTrees},         // a root caller: the idmapped workspace and homes
+		{"limit", s.limit},                 // the cgroup's limits, set once the spawn was done
 		{"release", s.release},             // the init may go on
 		{"awaitReady", s.awaitReady},       // its verdict
 		{"placed", s.awaitPlaced},          // cgroup v1: the init is in its cgroup
@@ -331,13 +338,34 @@ func (s *starting) makeCgroup() error {
 	return nil
 }
 
-// limit gives the world's cgroup the limits its Spec names (a prestarted
-// init's too, adopted).
+// limitOnceSpawned gives the world's cgroup (a prestarted init's too,
+// adopted) the limits its Spec names as soon as the init's spawn is
+// done, beside the steps that follow; limit waits for that.
+func (s *starting) limitOnceSpawned() {
+	cg, ip := s.l.cg, s.ip
+	if cg == nil {
+		return
+	}
+	limiting := make(chan error, 1)
+	s.l.limiting = limiting
+	go func() {
+		if ip.wait() != nil {
+			limiting <- nil // awaitSpawn reports it
+			return
+		}
+		limiting <- cg.limit(s.res)
+	}()
+}
+
+// limit waits for limitOnceSpawned: the world's limits are set before
+// its release.
 func (s *starting) limit() error {
-	if s.l.cg == nil {
+	if s.l.limiting == nil {
 		return nil
 	}
-	if err := s.l.cg.limit(s.res); err != nil {
+	err := <-s.l.limiting
+	s.l.limiting = nil
+	if err != nil {
 		return &unavailableError{Step: "limit the sandbox's cgroup " + s.cgParent + "/" + s.l.id, Err: err, Fix: cgroupFix}
 	}
 	return nil
@@ -347,7 +375,7 @@ func (s *starting) limit() error {
 // named for this world, the world's (limited by the limit step). The
 // init was born in it, or its placement may still be under way:
 // awaitPlaced waits for it, as for a group made here.
-func (s *starting) adoptCgroup() error {
+func (s *starting) adoptCgroup() {
 	pc := s.ip.pre
 	s.ip.pre = nil // the launch's now
 	s.l.cg = pc.cg
@@ -358,7 +386,6 @@ func (s *starting) adoptCgroup() error {
 	})
 	s.adopted = true
 	s.l.placing = pc.placed
-	return nil
 }
 
 // spawnFor is what this world's init is spawned for.
@@ -383,10 +410,12 @@ func (s *starting) spawn() error {
 	if s.ip = takePrestart(f, s.l.id, s.wantLimits); s.ip != nil {
 		s.l.ip = s.ip
 		if s.ip.pre != nil {
-			return s.adoptCgroup()
+			s.adoptCgroup()
+		} else if err := s.makeCgroup(); err != nil { // spawned in none: placed in the world's by its pid
+			return err
 		}
-		// Spawned in no cgroup: placed in the world's by its pid.
-		return s.makeCgroup()
+		s.limitOnceSpawned()
+		return nil
 	}
 	if err := s.makeCgroup(); err != nil {
 		return err
@@ -404,6 +433,7 @@ func (s *starting) spawn() error {
 	s.ip, s.l.ip = ip, ip
 	beforeSpawn(s.l.cg)
 	ip.begin()
+	s.limitOnceSpawned()
 	return nil
 }
 
