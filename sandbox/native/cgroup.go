@@ -116,6 +116,34 @@ func newCgroup(parent, id string, r *specs.LinuxResources) (worldCgroup, error) 
 	return newCgroupV1(c, parent, id), nil
 }
 
+// newCgroupFor creates the world's cgroup under parent ready for the
+// limits r — on v2 with their controllers enabled in its parents'
+// cgroup.subtree_control, as the library does when it sets them — but
+// sets none of them: limit does, once the init is spawned (makeCgroup).
+func newCgroupFor(parent, id string, r *specs.LinuxResources) (worldCgroup, error) {
+	if !unified() {
+		return newCgroup(parent, id, &specs.LinuxResources{})
+	}
+	return newCgroupV2For(cgroupRoot, parent, id, r)
+}
+
+// newCgroupV2For is newCgroupFor on the unified hierarchy mounted at
+// mountpoint.
+func newCgroupV2For(mountpoint, parent, id string, r *specs.LinuxResources) (*cgroupV2, error) {
+	g, err := newCgroupV2(mountpoint, parent, id, &cgroup2.Resources{})
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return g, nil
+	}
+	if err := g.m.ToggleControllers(cgroup2.ToResources(r).EnabledControllers(), cgroup2.Enable); err != nil {
+		_ = g.m.Delete()
+		return nil, &unavailableError{Step: "enable the cgroup v2 controllers of " + parent + "/" + id, Err: err, Fix: cgroupFix}
+	}
+	return g, nil
+}
+
 // newCgroupV2 creates a world cgroup on the unified hierarchy mounted at
 // mountpoint.
 func newCgroupV2(mountpoint, parent, id string, r *cgroup2.Resources) (*cgroupV2, error) {

@@ -307,3 +307,53 @@ func v1Limits(t *testing.T, cg worldCgroup) map[string]string {
 	}
 	return out
 }
+
+// On cgroup v2 a world's group is made before its spawn without its
+// limits, but with the controllers they need enabled in its parents'
+// cgroup.subtree_control (the library enables them only for limits it
+// sets, and writes no missing file later). This hybrid host's unified
+// hierarchy has no controller at all: asking for one fails, naming the
+// step, and leaves no group behind; asking for none succeeds.
+func TestCgroupV2MadeForItsControllers(t *testing.T) {
+	testenv.RequireRoot(t)
+	mount := cgroupRoot
+	if !unified() {
+		mount = filepath.Join(cgroupRoot, "unified")
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		t.Skipf("no cgroup v2 hierarchy at %s", mount)
+	}
+	if b, _ := os.ReadFile(filepath.Join(mount, "cgroup.controllers")); strings.Contains(string(b), "pids") {
+		g, err := newCgroupV2For(mount, cgroupParent, mustStateName(t), &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: new(int64)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.destroy()
+		if _, err := os.Stat(filepath.Join(g.path, "pids.max")); err != nil {
+			t.Errorf("the pids controller is not enabled for the group: %v", err)
+		}
+		return
+	}
+	id := mustStateName(t)
+	if _, err := newCgroupV2For(mount, cgroupParent, id, &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: new(int64)}}); err == nil || !strings.Contains(err.Error(), "enable the cgroup v2 controllers") {
+		t.Errorf("a group needing a controller the hierarchy lacks: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(mount, cgroupParent, id)); !os.IsNotExist(err) {
+		t.Errorf("the refused group was left behind: %v", err)
+	}
+	g, err := newCgroupV2For(mount, cgroupParent, mustStateName(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.destroy()
+}
+
+func mustStateName(t *testing.T) string {
+	t.Helper()
+	id, err := stateName(sandbox.NewWorldID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

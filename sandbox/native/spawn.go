@@ -75,7 +75,7 @@ func (u *undo) run() {
 	*u = nil
 }
 
-// cleanup kills the init (unless it was waited for: a nil cmd), then
+// cleanup kills the init (unless it was waited for: waited), then
 // removes what the steps made: the world's cgroup, placeholders and state
 // directory, which nothing uses once the init and its world are gone.
 // Safe on a partly built launch, and after parts were released by hand
@@ -264,7 +264,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		run  func() error
 	}{
 		{"name", s.name},                   // the world's name and root mount point
-		{"spawn", s.spawn},                 // Prestart's init is taken, or the world's cgroup made (with limits) and the init begun in it
+		{"spawn", s.spawn},                 // Prestart's init is taken, or (a world with limits) its cgroup made and the init begun in it
 		{"protect", s.protect},             // placeholders and binds of the protected paths
 		{"connectEgress", s.connectEgress}, // the broker connection dsh serves
 		{"spawned", s.awaitSpawn},          // the init runs, in its namespaces and cgroup
@@ -324,7 +324,7 @@ func (s *starting) makeCgroup() error {
 	if !s.wantLimits {
 		return nil
 	}
-	cg, err := newCgroup(s.cgParent, s.l.id, &specs.LinuxResources{})
+	cg, err := newCgroupFor(s.cgParent, s.l.id, s.res)
 	if err != nil {
 		return err
 	}
