@@ -24,15 +24,7 @@ import (
 // hierarchy: a process born in the world's cgroup through
 // CLONE_INTO_CGROUP, and destroy killing it and removing the group.
 func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
-	testenv.RequireRoot(t)
-	mount := cgroupRoot
-	if !unified() {
-		mount = filepath.Join(cgroupRoot, "unified")
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
-		t.Skipf("no cgroup v2 hierarchy at %s", mount)
-	}
+	mount := v2Mount(t)
 	id, err := stateName(sandbox.NewWorldID())
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +60,22 @@ func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// v2Mount is where the unified hierarchy is mounted (on this hybrid
+// host, without controllers); the test is skipped where there is none.
+func v2Mount(t *testing.T) string {
+	t.Helper()
+	testenv.RequireRoot(t)
+	mount := cgroupRoot
+	if !unified() {
+		mount = filepath.Join(cgroupRoot, "unified")
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		t.Skipf("no cgroup v2 hierarchy at %s", mount)
+	}
+	return mount
+}
 
 // On cgroup v1, destroy of a group that still holds a process — the
 // first rmdir is refused — kills the process and removes every
@@ -315,15 +323,7 @@ func v1Limits(t *testing.T, cg worldCgroup) map[string]string {
 // hierarchy has no controller at all: asking for one fails, naming the
 // step, and leaves no group behind; asking for none succeeds.
 func TestCgroupV2MadeForItsControllers(t *testing.T) {
-	testenv.RequireRoot(t)
-	mount := cgroupRoot
-	if !unified() {
-		mount = filepath.Join(cgroupRoot, "unified")
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
-		t.Skipf("no cgroup v2 hierarchy at %s", mount)
-	}
+	mount := v2Mount(t)
 	if b, _ := os.ReadFile(filepath.Join(mount, "cgroup.controllers")); strings.Contains(string(b), "pids") {
 		g, err := newCgroupV2For(mount, cgroupParent, mustStateName(t), &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: new(int64)}})
 		if err != nil {
