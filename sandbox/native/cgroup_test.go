@@ -61,6 +61,16 @@ func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// v1Only skips the test but on a cgroup v1 host, as root with cgroups.
+func v1Only(t *testing.T) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequireCgroups(t)
+	if unified() {
+		t.Skip("cgroup v1 only")
+	}
+}
+
 // v2Mount is where the unified hierarchy is mounted (on this hybrid
 // host, without controllers); the test is skipped where there is none.
 func v2Mount(t *testing.T) string {
@@ -81,11 +91,7 @@ func v2Mount(t *testing.T) string {
 // first rmdir is refused — kills the process and removes every
 // hierarchy's directory; of an empty group it removes them all.
 func TestCgroupV1DestroyKillsMembersAndRemoves(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequireCgroups(t)
-	if unified() {
-		t.Skip("cgroup v1 only")
-	}
+	v1Only(t)
 	limit := int64(64)
 	for _, member := range []bool{true, false} {
 		id, err := stateName(sandbox.NewWorldID())
@@ -145,11 +151,7 @@ func TestCgroupParentMustStayInside(t *testing.T) {
 // it starts the child where it is, for its pid to be placed; either way
 // no thread of dsh is left outside its own groups.
 func TestSpawnerStartsInV1Groups(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequireCgroups(t)
-	if unified() {
-		t.Skip("cgroup v1 only")
-	}
+	v1Only(t)
 	id, err := stateName(sandbox.NewWorldID())
 	if err != nil {
 		t.Fatal(err)
@@ -262,11 +264,7 @@ func sameGroups(a, b map[string]string) bool {
 // world's quota slow the spawner every world shares. The world still
 // runs inside them.
 func TestLimitsSetAfterTheSpawn(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequireCgroups(t)
-	if unified() {
-		t.Skip("cgroup v1 files")
-	}
+	v1Only(t)
 	var atSpawn map[string]string
 	beforeSpawn = func(cg worldCgroup) {
 		atSpawn = v1Limits(t, cg)

@@ -185,11 +185,7 @@ func TestSpawnForSame(t *testing.T) {
 // spawner thread from inside it), not placed there later by its pid;
 // and no thread of dsh stays in the group.
 func TestPrestartBornInItsCgroup(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequireCgroups(t)
-	if unified() {
-		t.Skip("cgroup v1 only: on v2 every init is born in its group (CLONE_INTO_CGROUP)")
-	}
+	v1Only(t)
 	pid, pc := prestarted(t)
 	if pc == nil || pc.cg == nil {
 		t.Fatal("Prestart made no cgroup")
