@@ -78,10 +78,10 @@ func newPreCgroup(parent, worldID string) *preCgroup {
 	return pc
 }
 
-// awaitPlaced places the prestarted init in its cgroup by its pid once
-// it runs, where it could not be born there (spawnIn), and reports the
-// result on pc.placed.
-func (ip *initProc) awaitPlaced() {
+// placeOnceRunning places the prestarted init in its cgroup by its pid
+// once it runs, where it could not be born there (spawnIn), and reports
+// the result on pc.placed.
+func (ip *initProc) placeOnceRunning() {
 	pc := ip.pre
 	if pc == nil {
 		return
@@ -421,7 +421,7 @@ func Prestart() {
 			ip.cgDirs = pc.cg.dirs
 		}
 		ip.begin()
-		ip.awaitPlaced()
+		ip.placeOnceRunning()
 		go func() { _ = ip.wait(); warm() }()
 		prestart.mu.Lock()
 		prestart.ip = ip

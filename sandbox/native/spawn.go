@@ -76,8 +76,8 @@ func (u *undo) run() {
 }
 
 // cleanup kills the init (unless it was waited for: waited), then
-// removes what the steps made: the world's cgroup, placeholders and state
-// directory, which nothing uses once the init and its world are gone.
+// removes what the steps made: the world's cgroup and placeholders, which
+// nothing uses once the init and its world are gone.
 // Safe on a partly built launch, and after parts were released by hand
 // (a nil cg is skipped).
 func (l *launch) cleanup() {
