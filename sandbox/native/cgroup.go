@@ -225,11 +225,19 @@ type cgroupV1 struct {
 }
 
 func newCgroupV1(c cgroup1.Cgroup, parent, id string) *cgroupV1 {
-	g := &cgroupV1{c: c}
+	return &cgroupV1{c: c, dirs: v1Dirs(func(string) string { return filepath.Join(parent, id) })}
+}
+
+// v1Dirs are the directories of a group in every hierarchy of
+// v1Controllers, in the order of cgroupV1.dirs, path naming its path in
+// each.
+func v1Dirs(path func(controller string) string) []string {
+	var dirs []string
 	for i := len(v1Controllers) - 1; i >= 0; i-- {
-		g.dirs = append(g.dirs, filepath.Join(cgroupRoot, v1Controllers[i], parent, id))
+		c := v1Controllers[i]
+		dirs = append(dirs, filepath.Join(cgroupRoot, c, path(c)))
 	}
-	return g
+	return dirs
 }
 
 // add moves pid into the group by writing its cgroup.procs in every
@@ -278,14 +286,6 @@ func (g *cgroupV1) destroy() error {
 	return g.remove()
 }
 
-// removeEmpty removes the group with one rmdir per hierarchy and reports
-// whether it is gone. The kernel refuses (EBUSY) to remove a cgroup that
-// still holds a process or a child group, so success needs no check of
-// its members first; the library's Processes and Delete walk and stat
-// every file of all four directories, ~2 ms per world on this VM. The
-// freezer goes first and memory last: if any removal is refused, destroy
-// goes on with freeze-and-kill, which finds stragglers in the memory
-// group, and the library's Delete skips hierarchies already removed.
 // killMembers SIGKILLs the processes of a v1 group but dsh itself: a
 // v1 group lists the process of each thread in it, and the spawner
 // thread is in a world's group while it forks the init (spawner.go).
@@ -297,6 +297,14 @@ func killMembers(procs []cgroup1.Process) {
 	}
 }
 
+// removeEmpty removes the group with one rmdir per hierarchy and reports
+// whether it is gone. The kernel refuses (EBUSY) to remove a cgroup that
+// still holds a process or a child group, so success needs no check of
+// its members first; the library's Processes and Delete walk and stat
+// every file of all four directories, ~2 ms per world on this VM. The
+// freezer goes first and memory last: if any removal is refused, destroy
+// goes on with freeze-and-kill, which finds stragglers in the memory
+// group, and the library's Delete skips hierarchies already removed.
 func (g *cgroupV1) removeEmpty() bool {
 	for _, d := range g.dirs {
 		if err := syscall.Rmdir(d); err != nil && err != syscall.ENOENT {

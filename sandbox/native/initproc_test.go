@@ -190,18 +190,7 @@ func TestPrestartBornInItsCgroup(t *testing.T) {
 	if pc == nil || pc.cg == nil {
 		t.Fatal("Prestart made no cgroup")
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := map[string]string{} // controller: group
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.SplitN(line, ":", 3); len(f) == 3 {
-			for _, c := range strings.Split(f[1], ",") {
-				in[c] = f[2]
-			}
-		}
-	}
+	in := groupsOf(t, "/proc/"+strconv.Itoa(pid)+"/cgroup")
 	want := "/" + cgroupParent + "/" + pc.id
 	for _, c := range v1Controllers {
 		if in[c] != want {

@@ -51,16 +51,12 @@ func groupsV1(file string) ([]string, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	var dirs []string
-	for i := len(v1Controllers) - 1; i >= 0; i-- {
-		c := v1Controllers[i]
-		p, ok := paths[c]
-		if !ok {
+	for _, c := range v1Controllers {
+		if _, ok := paths[c]; !ok {
 			return nil, errors.New(file + " names no cgroup v1 " + c + " group")
 		}
-		dirs = append(dirs, filepath.Join(cgroupRoot, c, p))
 	}
-	return dirs, nil
+	return v1Dirs(func(c string) string { return paths[c] }), nil
 }
 
 // threadHome is the way back to the calling thread's own groups: their
