@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dsh-dev/dsh/internal/lazyre"
 )
 
 // Defaults of a server, as the reference stdio provider has them, and
@@ -139,8 +141,8 @@ func (c *ServerConfig) withDefaults() *ServerConfig {
 }
 
 var (
-	idRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-	extRE = regexp.MustCompile(`^\.[^./\\]+$`)
+	idRE  = lazyre.New(`^[A-Za-z0-9_-]{1,32}$`)
+	extRE = lazyre.New(`^\.[^./\\]+$`)
 )
 
 // validate checks one server and returns its normalised extensions.
@@ -148,7 +150,7 @@ func (c *ServerConfig) validate() error {
 	bad := func(format string, args ...any) error {
 		return errorf(CodeInvalidProvider, nil, "server %q: %s", c.ID, fmt.Sprintf(format, args...))
 	}
-	if !idRE.MatchString(c.ID) {
+	if !idRE().MatchString(c.ID) {
 		return bad("the id must be 1 to 32 characters of A-Z a-z 0-9 _ -")
 	}
 	if c.Command == "" {
@@ -161,7 +163,7 @@ func (c *ServerConfig) validate() error {
 		return bad("no extensions; map at least one (\".go\": \"go\")")
 	}
 	for ext, lang := range c.Extensions {
-		if !extRE.MatchString(ext) || ext != strings.ToLower(ext) {
+		if !extRE().MatchString(ext) || ext != strings.ToLower(ext) {
 			return bad("extension %q must be one lowercase dot and a name without dots or slashes (\".go\")", ext)
 		}
 		if lang == "" {

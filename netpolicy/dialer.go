@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -46,11 +47,13 @@ type Dialer struct {
 
 const defaultDialTimeout = 10 * time.Second
 
-var denyAll = MustNew(SandboxDefault())
+// denyAll is the policy of a Dialer without one, made on first use (not
+// in every start of dsh).
+var denyAll = sync.OnceValue(func() *Policy { return MustNew(SandboxDefault()) })
 
 func (d *Dialer) policy() *Policy {
 	if d.Policy == nil {
-		return denyAll
+		return denyAll()
 	}
 	return d.Policy
 }

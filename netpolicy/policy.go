@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // Policy is a validated, immutable egress policy. It is safe for
@@ -304,9 +305,10 @@ func (p *Policy) portsString() string {
 }
 
 // embeddedText holds Decision.Rule and Reason for every pair of an
-// embedding row (NAT64, 6to4) and an IPv4 row, built once so that
-// deciding an embedded address does not allocate.
-var embeddedText = func() map[[2]*specialRow][2]string {
+// embedding row (NAT64, 6to4) and an IPv4 row, built once (on the first
+// such decision, not in every start of dsh) so that deciding an embedded
+// address does not allocate.
+var embeddedText = sync.OnceValue(func() map[[2]*specialRow][2]string {
 	m := map[[2]*specialRow][2]string{}
 	for i := range specialV6 {
 		via := &specialV6[i]
@@ -322,18 +324,18 @@ var embeddedText = func() map[[2]*specialRow][2]string {
 		}
 	}
 	return m
-}()
+})
 
 func specialRule(s, via *specialRow) string {
 	if via != nil {
-		return embeddedText[[2]*specialRow{via, s}][0]
+		return embeddedText()[[2]*specialRow{via, s}][0]
 	}
 	return s.rule
 }
 
 func specialReason(s, via *specialRow) string {
 	if via != nil {
-		return embeddedText[[2]*specialRow{via, s}][1]
+		return embeddedText()[[2]*specialRow{via, s}][1]
 	}
 	return s.reason
 }

@@ -3,10 +3,11 @@ package skills
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dsh-dev/dsh/internal/lazyre"
 )
 
 // MaxNameLen and MaxDescriptionLen bound a skill's name and the
@@ -17,7 +18,7 @@ const (
 	MaxDescriptionLen = 1024
 )
 
-var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var kebab = lazyre.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // header is a parsed frontmatter.
 type header struct {
@@ -120,7 +121,7 @@ func parse(data []byte) (*header, string, error) {
 	switch {
 	case h.Name == "":
 		return nil, "", fmt.Errorf("name: missing; add a kebab-case name such as \"name: my-skill\"")
-	case len(h.Name) > MaxNameLen || !kebab.MatchString(h.Name):
+	case len(h.Name) > MaxNameLen || !kebab().MatchString(h.Name):
 		return nil, "", fmt.Errorf("name: %q is not kebab-case (lowercase letters and digits joined by single hyphens, at most %d characters)", h.Name, MaxNameLen)
 	case strings.TrimSpace(h.Description) == "":
 		return nil, "", fmt.Errorf("description: missing; add one line saying what the skill does and when to use it")

@@ -213,7 +213,7 @@ func (m *Mgr) load() error {
 		if !de.IsDir() {
 			continue
 		}
-		if !ownDirRE.MatchString(de.Name()) {
+		if !ownDirRE().MatchString(de.Name()) {
 			m.log.Warn("workspace: leaving alone a directory of the state root that is not a workspace's", "dir", dir)
 			continue
 		}

@@ -11,10 +11,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dsh-dev/dsh/internal/lazyre"
 )
 
 // The layout of a Manager's Root: one directory per workspace, named by
@@ -88,7 +89,7 @@ func MakeRoot(root string) error {
 // ownDirRE matches the names of the directories a Manager makes under
 // its root ("w-" or "p-" and newID's 16 hex digits); no other is ever
 // removed.
-var ownDirRE = regexp.MustCompile(`^[wp]-[0-9a-f]{16}$`)
+var ownDirRE = lazyre.New(`^[wp]-[0-9a-f]{16}$`)
 
 func (r *record) check() error {
 	if r.Version != recordVersion {

@@ -2,12 +2,12 @@ package workspace
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/dsh-dev/dsh/internal/config"
+	"github.com/dsh-dev/dsh/internal/lazyre"
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
@@ -24,9 +24,9 @@ const (
 )
 
 var (
-	nameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$`)
-	imageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`)
+	nameRE  = lazyre.New(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	labelRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$`)
+	imageRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`)
 )
 
 func invalid(format string, args ...any) error {
@@ -35,7 +35,7 @@ func invalid(format string, args ...any) error {
 
 // ValidName checks a workspace name.
 func ValidName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return invalid("name %q: use 1–63 of a-z, 0-9 and '-', starting with a letter or digit (e.g. \"build-42\")", name)
 	}
 	return nil
@@ -110,11 +110,11 @@ func withDefaultImage(t Template, img string) Template {
 
 // normalTemplate checks a template's driver, image and limits.
 func normalTemplate(t Template) (Template, error) {
-	if !nameRE.MatchString(t.Driver) {
+	if !nameRE().MatchString(t.Driver) {
 		return t, invalid("driver %q: name a driver such as \"native\" or \"docker\"", t.Driver)
 	}
 	if t.Image != "" {
-		if len(t.Image) > MaxImage || !imageRE.MatchString(t.Image) {
+		if len(t.Image) > MaxImage || !imageRE().MatchString(t.Image) {
 			return t, invalid("image %q: give an image reference such as \"dsh/base:latest\" (at most %d characters, no spaces)", t.Image, MaxImage)
 		}
 	}
@@ -149,7 +149,7 @@ func validLabels(in map[string]string) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		if !labelRE.MatchString(k) {
+		if !labelRE().MatchString(k) {
 			return nil, invalid("label key %q: use 1–63 of A-Z, a-z, 0-9, '.', '_', '/' and '-', starting with a letter or digit", k)
 		}
 		if len(v) > MaxLabelValue || !utf8.ValidString(v) {
@@ -195,10 +195,10 @@ func validOptions(in *Options) (Options, error) {
 	if err := o.Owner.check(); err != nil {
 		return o, err
 	}
-	if !nameRE.MatchString(o.DefaultDriver) {
+	if !nameRE().MatchString(o.DefaultDriver) {
 		return o, invalid("Options.DefaultDriver %q: name a driver such as \"native\" or \"docker\"", o.DefaultDriver)
 	}
-	if o.DefaultImage != "" && (len(o.DefaultImage) > MaxImage || !imageRE.MatchString(o.DefaultImage)) {
+	if o.DefaultImage != "" && (len(o.DefaultImage) > MaxImage || !imageRE().MatchString(o.DefaultImage)) {
 		return o, invalid("Options.DefaultImage %q: give an image reference such as \"dsh/base:latest\"", o.DefaultImage)
 	}
 	durs := []struct {

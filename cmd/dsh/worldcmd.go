@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-dev/dsh/internal/lazyre"
 	"github.com/dsh-dev/dsh/workspace"
 	"github.com/dsh-dev/dsh/workspace/client"
 )
@@ -502,7 +502,7 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // remoteArg matches NAME:PATH, the workspace side of dsh world cp.
-var remoteArg = regexp.MustCompile(`^([a-z0-9][a-z0-9-]{0,62}):(.*)$`)
+var remoteArg = lazyre.New(`^([a-z0-9][a-z0-9-]{0,62}):(.*)$`)
 
 func newWorldCpCmd() *cobra.Command {
 	return &cobra.Command{
@@ -524,7 +524,7 @@ server makes missing parent directories. A local path that contains a
 }
 
 func runWorldCp(cmd *cobra.Command, args []string) error {
-	src, dst := remoteArg.FindStringSubmatch(args[0]), remoteArg.FindStringSubmatch(args[1])
+	src, dst := remoteArg().FindStringSubmatch(args[0]), remoteArg().FindStringSubmatch(args[1])
 	switch {
 	case src != nil && dst != nil:
 		return &usageError{errors.New("both SRC and DST name a workspace; one side must be a local path (or -)")}

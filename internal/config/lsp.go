@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/dsh-dev/dsh/internal/lazyre"
 )
 
 // LSP configures the language-server surface (dsh lsp, the lsp tool).
@@ -50,8 +52,8 @@ type LSPServer struct {
 }
 
 var (
-	lspIDRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-	lspExtRE = regexp.MustCompile(`^\.[^./\\]+$`)
+	lspIDRE  = lazyre.New(`^[A-Za-z0-9_-]{1,32}$`)
+	lspExtRE = lazyre.New(`^\.[^./\\]+$`)
 )
 
 // validateLSP checks lsp.servers; package lsp checks them again, together
@@ -61,7 +63,7 @@ func validateLSP(l LSP, bad func(key, format string, args ...any)) {
 	exts := map[string]string{}
 	for i, s := range l.Servers {
 		key := fmt.Sprintf("lsp.servers[%d]", i)
-		if !lspIDRE.MatchString(s.ID) {
+		if !lspIDRE().MatchString(s.ID) {
 			bad(key+".id", "%q must be 1 to 32 characters of A-Z a-z 0-9 _ -", s.ID)
 		} else if ids[s.ID] {
 			bad(key+".id", "%q is configured twice", s.ID)
@@ -77,7 +79,7 @@ func validateLSP(l LSP, bad func(key, format string, args ...any)) {
 		}
 		for ext, lang := range s.Extensions {
 			switch {
-			case !lspExtRE.MatchString(ext) || ext != strings.ToLower(ext):
+			case !lspExtRE().MatchString(ext) || ext != strings.ToLower(ext):
 				bad(key+".extensions", "%q must be one lowercase dot and a name (\".go\")", ext)
 			case lang == "":
 				bad(key+".extensions", "%q has no language id", ext)

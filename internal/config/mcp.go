@@ -7,11 +7,11 @@ import (
 	"os"
 	"path"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/dsh-dev/dsh/internal/lazyre"
 	"github.com/dsh-dev/dsh/netpolicy"
 	"github.com/dsh-dev/dsh/sandbox"
 )
@@ -157,10 +157,10 @@ func (h SecretHeaders) MarshalJSON() ([]byte, error) { return json.Marshal(h.red
 func (h SecretHeaders) MarshalYAML() (any, error) { return h.redacted(), nil }
 
 var (
-	mcpNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-	envKeyRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	mcpNameRE = lazyre.New(`^[A-Za-z0-9_-]{1,32}$`)
+	envKeyRE  = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// refRE finds ${NAME} and ${file:PATH} references.
-	refRE = regexp.MustCompile(`\$\{([^}]*)\}`)
+	refRE = lazyre.New(`\$\{([^}]*)\}`)
 )
 
 // validateMCP checks mcp.servers, every problem with its key path.
@@ -168,7 +168,7 @@ func validateMCP(m MCP, drivers []string, bad func(key, format string, args ...a
 	seen := map[string]int{}
 	for i, s := range m.Servers {
 		p := fmt.Sprintf("mcp.servers[%d].", i)
-		if !mcpNameRE.MatchString(s.Name) {
+		if !mcpNameRE().MatchString(s.Name) {
 			bad(p+"name", "%q must be 1 to 32 characters of A-Z, a-z, 0-9, _ and -", s.Name)
 		} else if j, dup := seen[s.Name]; dup {
 			bad(p+"name", "%q is already the name of mcp.servers[%d]; server names must be unique", s.Name, j)
@@ -198,7 +198,7 @@ func validateMCP(m MCP, drivers []string, bad func(key, format string, args ...a
 		}
 		for j, kv := range s.Env {
 			k, v, ok := strings.Cut(kv, "=")
-			if !ok || !envKeyRE.MatchString(k) {
+			if !ok || !envKeyRE().MatchString(k) {
 				bad(fmt.Sprintf("%senv[%d]", p, j), "is not KEY=VALUE with KEY of letters, digits and _ (the value is not shown)")
 				continue
 			}
@@ -291,7 +291,7 @@ func sortedHeaderNames(h SecretHeaders) []string {
 
 // checkRefs checks the ${...} references of a secret value.
 func checkRefs(v string) error {
-	for _, m := range refRE.FindAllStringSubmatch(v, -1) {
+	for _, m := range refRE().FindAllStringSubmatch(v, -1) {
 		ref := m[1]
 		if f, ok := strings.CutPrefix(ref, "file:"); ok {
 			if !strings.HasPrefix(f, "/") {
@@ -299,7 +299,7 @@ func checkRefs(v string) error {
 			}
 			continue
 		}
-		if !envKeyRE.MatchString(ref) {
+		if !envKeyRE().MatchString(ref) {
 			return fmt.Errorf("${%s} is not a reference; use ${NAME} (a host variable) or ${file:/path}", ref)
 		}
 	}
@@ -315,7 +315,7 @@ func ExpandSecret(v string, getenv func(string) (string, bool), readFile func(st
 		readFile = os.ReadFile
 	}
 	var err error
-	out := refRE.ReplaceAllStringFunc(v, func(m string) string {
+	out := refRE().ReplaceAllStringFunc(v, func(m string) string {
 		ref := m[2 : len(m)-1]
 		if f, ok := strings.CutPrefix(ref, "file:"); ok {
 			b, rerr := readFile(f)

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dsh-dev/dsh/internal/lazyre"
 )
 
 // importedServer is one server entry of an agent's configuration, in
@@ -28,7 +29,7 @@ type importedServer struct {
 	Enabled   *bool             `json:"enabled" toml:"enabled"`
 }
 
-var badNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var badNameChars = lazyre.New(`[^A-Za-z0-9_-]`)
 
 // ImportMCP turns the MCP servers of an agent's configuration file into
 // mcp.servers entries: Claude Desktop's claude_desktop_config.json,
@@ -80,7 +81,7 @@ func ImportMCP(name string, data []byte) ([]MCPServer, []string, error) {
 			notes = append(notes, fmt.Sprintf("%s: disabled in %s; not imported", orig, name))
 			continue
 		}
-		n := badNameChars.ReplaceAllString(orig, "-")
+		n := badNameChars().ReplaceAllString(orig, "-")
 		if len(n) > 32 {
 			n = n[:32]
 		}
@@ -102,11 +103,11 @@ func ImportMCP(name string, data []byte) ([]MCPServer, []string, error) {
 				s.Headers = SecretHeaders{}
 				for _, h := range sortedMapKeys(in.Headers) {
 					v := in.Headers[h]
-					if refRE.MatchString(v) {
+					if refRE().MatchString(v) {
 						s.Headers[h] = v
 						continue
 					}
-					env := strings.ToUpper(badNameChars.ReplaceAllString(n+"_"+h, "_"))
+					env := strings.ToUpper(badNameChars().ReplaceAllString(n+"_"+h, "_"))
 					s.Headers[h] = "${" + env + "}"
 					notes = append(notes, fmt.Sprintf("%s: header %s now reads ${%s}; export %s with its value (it was not copied)", n, h, env, env))
 				}
@@ -116,7 +117,7 @@ func ImportMCP(name string, data []byte) ([]MCPServer, []string, error) {
 		}
 		for _, k := range sortedMapKeys(in.Env) {
 			v := in.Env[k]
-			if refRE.MatchString(v) {
+			if refRE().MatchString(v) {
 				s.Env = append(s.Env, k+"="+v)
 				continue
 			}

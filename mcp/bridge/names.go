@@ -3,7 +3,8 @@ package bridge
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
+
+	"github.com/dsh-dev/dsh/internal/lazyre"
 )
 
 // MaxPublicName is the longest public tool name: the function-name limit
@@ -11,11 +12,11 @@ import (
 const MaxPublicName = 64
 
 // serverNameRE is what a configured server name must match.
-var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+var serverNameRE = lazyre.New(`^[A-Za-z0-9_-]{1,32}$`)
 
 // ValidServerName reports whether name may name a server: 1 to 32
 // characters from [A-Za-z0-9_-].
-func ValidServerName(name string) bool { return serverNameRE.MatchString(name) }
+func ValidServerName(name string) bool { return serverNameRE().MatchString(name) }
 
 // PublicName is the model-facing name of tool raw of server, a pure
 // function of the two (a compatibility contract: session histories and

@@ -3,9 +3,10 @@ package gateway
 import (
 	"encoding/json"
 	"io"
-	"regexp"
 	"sync"
 	"time"
+
+	"github.com/dsh-dev/dsh/internal/lazyre"
 )
 
 // auditRecord is one audit line: one tool call.
@@ -46,7 +47,7 @@ func (a *auditor) write(r *auditRecord) {
 }
 
 // secretKey matches argument names whose values are never logged.
-var secretKey = regexp.MustCompile(`(?i)key|token|secret|passw|passphrase|credential|auth|cookie`)
+var secretKey = lazyre.New(`(?i)key|token|secret|passw|passphrase|credential|auth|cookie`)
 
 // bulkKeys are arguments logged by size only: file content and input
 // can be large and private.
@@ -64,7 +65,7 @@ func redact(raw json.RawMessage) map[string]any {
 	}
 	for k, v := range args {
 		switch {
-		case secretKey.MatchString(k):
+		case secretKey().MatchString(k):
 			args[k] = "[redacted]"
 		case bulkKeys[k]:
 			if s, ok := v.(string); ok {
@@ -79,12 +80,12 @@ func redact(raw json.RawMessage) map[string]any {
 
 // envSecret matches NAME=value entries of a command line whose value is
 // a secret, as the environment scrub names them.
-var envSecret = regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSW[A-Z]*|PASSPHRASE|CREDENTIAL[A-Z]*|AUTH[A-Z]*)[A-Z0-9_]*)=\S+`)
+var envSecret = lazyre.New(`(?i)\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSW[A-Z]*|PASSPHRASE|CREDENTIAL[A-Z]*|AUTH[A-Z]*)[A-Z0-9_]*)=\S+`)
 
 func cutValue(v any) any {
 	switch x := v.(type) {
 	case string:
-		x = envSecret.ReplaceAllString(x, "$1=[redacted]")
+		x = envSecret().ReplaceAllString(x, "$1=[redacted]")
 		if len(x) > maxAuditString {
 			return x[:maxAuditString] + "…"
 		}
