@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
@@ -90,4 +93,58 @@ func TestNewViperDecodesShareNoLists(t *testing.T) {
 	if got := decodeViper(t, v); !reflect.DeepEqual(got, config.Default()) {
 		t.Errorf("after changing a decoded configuration, the defaults decode to\n%+v", got)
 	}
+}
+
+// Each source alone takes the configuration off the defaults (loadRaw
+// decodes through viper only when one sets a key), and with none the
+// configuration is config.Default().
+func TestLoadEachSourceAlone(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no user file
+	t.Chdir(t.TempDir())                     // no ./dsh.yaml
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, []byte("sandbox:\n  limits:\n    pids: 55\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func(t *testing.T, args ...string) *loaded {
+		t.Helper()
+		cmd := &cobra.Command{Use: "x"}
+		cmd.Flags().String("config", "", "")
+		cmd.Flags().String("audit", "", "")
+		bindConfigFlag(cmd, "audit", "proxy.audit")
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		l, err := loadRaw(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	t.Run("none", func(t *testing.T) {
+		l := load(t)
+		if !reflect.DeepEqual(*l.cfg, config.Default()) {
+			t.Errorf("got\n%+v\nwant the defaults\n%+v", *l.cfg, config.Default())
+		}
+		for k, s := range l.sources {
+			if s != "default" {
+				t.Errorf("%s comes from %q", k, s)
+			}
+		}
+	})
+	t.Run("env", func(t *testing.T) {
+		t.Setenv("DSH_SANDBOX_LIMITS_PIDS", "77")
+		if got := load(t).cfg.Sandbox.Limits.Pids; got != 77 {
+			t.Errorf("pids = %d, want 77 from the environment", got)
+		}
+	})
+	t.Run("flag", func(t *testing.T) {
+		if got := load(t, "--audit", "/var/tmp/audit.jsonl").cfg.Proxy.Audit; got != "/var/tmp/audit.jsonl" {
+			t.Errorf("proxy.audit = %q, want the flag's", got)
+		}
+	})
+	t.Run("file", func(t *testing.T) {
+		if got := load(t, "--config", file).cfg.Sandbox.Limits.Pids; got != 55 {
+			t.Errorf("pids = %d, want 55 from %s", got, file)
+		}
+	})
 }
