@@ -24,7 +24,8 @@ func newConfigCmd() *cobra.Command {
      $XDG_CONFIG_HOME/dsh/config.yaml (~/.config/dsh/config.yaml) and
      over it the project file ./dsh.yaml
   3. environment variables DSH_<KEY>, dots as underscores
-     (sandbox.limits.memory -> DSH_SANDBOX_LIMITS_MEMORY)
+     (sandbox.limits.memory -> DSH_SANDBOX_LIMITS_MEMORY); a variable
+     named after a section (DSH_WEB_FETCH) is refused
   4. command-line flags (dsh run --memory, ...)
 
 A project file is one a world can write (the current directory is the

@@ -132,7 +132,8 @@ func loadRaw(cmd *cobra.Command) (*loaded, error) {
 	})
 
 	var cfg config.Config
-	var problems config.Errors
+	// A variable named after a section would hide its keys from viper.
+	problems := config.SectionEnv(os.Environ())
 	if onlyDefaults(files, keys, flagKeys) {
 		// Nothing sets a key: the configuration is the defaults as they
 		// are, which is what viper would decode them to
@@ -141,7 +142,7 @@ func loadRaw(cmd *cobra.Command) (*loaded, error) {
 		cfg = config.Default()
 	} else {
 		v := newViper()
-		problems = mergeFiles(v, files)
+		problems = append(problems, mergeFiles(v, files)...)
 		v.SetEnvPrefix("DSH")
 		v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 		v.AutomaticEnv()

@@ -100,12 +100,13 @@ func TestNewViperDecodesShareNoLists(t *testing.T) {
 // configuration is config.Default().
 func TestLoadEachSourceAlone(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no user file
+	t.Setenv("DSH_CONFIG", "")               // none named
 	t.Chdir(t.TempDir())                     // no ./dsh.yaml
 	file := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(file, []byte("sandbox:\n  limits:\n    pids: 55\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	load := func(t *testing.T, args ...string) *loaded {
+	try := func(t *testing.T, args ...string) (*loaded, error) {
 		t.Helper()
 		cmd := &cobra.Command{Use: "x"}
 		cmd.Flags().String("config", "", "")
@@ -114,7 +115,11 @@ func TestLoadEachSourceAlone(t *testing.T) {
 		if err := cmd.ParseFlags(args); err != nil {
 			t.Fatal(err)
 		}
-		l, err := loadRaw(cmd)
+		return loadRaw(cmd)
+	}
+	load := func(t *testing.T, args ...string) *loaded {
+		t.Helper()
+		l, err := try(t, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,6 +150,22 @@ func TestLoadEachSourceAlone(t *testing.T) {
 	t.Run("file", func(t *testing.T) {
 		if got := load(t, "--config", file).cfg.Sandbox.Limits.Pids; got != 55 {
 			t.Errorf("pids = %d, want 55 from %s", got, file)
+		}
+	})
+	// A variable named after a section hides the section's keys from
+	// viper, which then decoded them to zero (a fetch without limits):
+	// it is refused, whether the defaults stand alone or a file is read.
+	t.Run("section", func(t *testing.T) {
+		t.Setenv("DSH_WEB_FETCH", "x")
+		for _, args := range [][]string{nil, {"--config", file}} {
+			l, err := try(t, args...)
+			if err == nil || !strings.Contains(err.Error(), "DSH_WEB_FETCH names the section web.fetch") {
+				var fetch any
+				if l != nil {
+					fetch = l.cfg.Web.Fetch
+				}
+				t.Errorf("with %q: err = %v (fetch %+v), want DSH_WEB_FETCH refused", args, err, fetch)
+			}
 		}
 	})
 }

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // InternalEnv are the DSH_* variables dsh reads that are no configuration
@@ -54,8 +56,8 @@ func UnknownEnv(environ []string) []string {
 		if !strings.HasPrefix(name, "DSH_") || internalEnv(name) {
 			continue
 		}
-		if _, ok := known[name]; ok {
-			continue
+		if _, ok := known[name]; ok || sectionEnv()[name] != "" {
+			continue // a setting, or a section's (SectionEnv refuses it)
 		}
 		msg := name + " is not a dsh setting and is ignored"
 		best, bestD := "", 1<<30
@@ -71,4 +73,43 @@ func UnknownEnv(environ []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SectionEnv returns a problem for every DSH_* variable of environ that
+// is set (not empty) and names a section of the configuration
+// (DSH_WEB_FETCH) rather than a setting. viper, reading the environment,
+// takes such a variable for the section's value: it hides every key
+// below it, which then decodes to its zero value (a fetch with no size
+// limit, no cap on workspaces). Each is refused instead, naming the
+// section's settings.
+func SectionEnv(environ []string) Errors {
+	var out Errors
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if sec := sectionEnv()[name]; sec != "" && value != "" && !internalEnv(name) {
+			out = append(out, &KeyError{Key: sec, Msg: fmt.Sprintf("%s names the section %s, not a setting; unset it and set the section's keys instead, such as %s",
+				name, sec, EnvName(firstKeyUnder(sec)))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Error() < out[j].Error() })
+	return out
+}
+
+// sectionEnv maps the variable of every section to the section.
+var sectionEnv = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	for sec := range sections() {
+		m[EnvName(sec)] = sec
+	}
+	return m
+})
+
+// firstKeyUnder is the first key of the section sec, by name.
+func firstKeyUnder(sec string) string {
+	for _, k := range allKeys() {
+		if strings.HasPrefix(k, sec+".") {
+			return k
+		}
+	}
+	return sec
 }
