@@ -1,14 +1,13 @@
 package native
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
+	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,24 +30,8 @@ import (
 // (/proc/PID/cgroup, /proc/thread-self/cgroup) names, one per hierarchy
 // of v1Controllers, in the order of cgroupV1.dirs.
 func groupsV1(file string) ([]string, error) {
-	f, err := os.Open(file)
+	paths, _, err := cgroups.ParseCgroupFileUnified(file)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	paths := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// hierarchy-ID:controller-list:path
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			paths[c] = parts[2]
-		}
-	}
-	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	for _, c := range v1Controllers {
