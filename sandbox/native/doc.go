@@ -17,7 +17,10 @@
 // two stages:
 //
 //  1. Setup (privileged inside the user namespace only): wait until the
-//     parent releases it with its Config (in exec mode once it is in the
+//     parent has written its id maps (it executes the init first, on its
+//     own memory: CLONE_VM|CLONE_VFORK) and, for a root dsh, take uid and
+//     gid 0 of the namespace; wait until the parent releases it with its
+//     Config (in exec mode once it is in the
 //     world's cgroup;
 //     a serving init is placed in it while it sets up, and the driver
 //     waits for that before the world's first process); bind the host root

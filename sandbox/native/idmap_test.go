@@ -95,3 +95,17 @@ func TestWorldIDRange(t *testing.T) {
 		t.Errorf("worldIDRange(5<<20) = %+v, %v", r, err)
 	}
 }
+
+func TestIDMapText(t *testing.T) {
+	for _, c := range []struct {
+		m    []syscall.SysProcIDMap
+		want string
+	}{
+		{[]syscall.SysProcIDMap{{ContainerID: 0, HostID: 1879048192, Size: 65536}}, "0 1879048192 65536\n"},
+		{[]syscall.SysProcIDMap{{ContainerID: 1000, HostID: 1000, Size: 1}, {ContainerID: 0, HostID: 5, Size: 2}}, "1000 1000 1\n0 5 2\n"},
+	} {
+		if got := idMapText(c.m); got != c.want {
+			t.Errorf("idMapText(%v) = %q, want %q", c.m, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package native
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -214,23 +215,21 @@ func (ip *initProc) newCmd() *exec.Cmd {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = ip.io3.in, ip.io3.out, ip.io3.err
 	}
 	sys := &syscall.SysProcAttr{
-		Cloneflags:  cloneFlags,
+		// The child runs on dsh's memory until its execve (CLONE_VM,
+		// CLONE_VFORK), as Go's exec does without a user namespace: no
+		// copy of dsh's page tables, and no copy-on-write faults in dsh
+		// while the init starts. Go adds neither once the flags hold
+		// CLONE_NEWUSER, because its child waits for the parent to
+		// write the id maps; this one waits for nothing: dsh writes the
+		// maps once it has executed the init (mapIDs), and the init
+		// takes its ids after them (nsinit).
+		Cloneflags:  cloneFlags | syscall.CLONE_VM | syscall.CLONE_VFORK,
 		AmbientCaps: setupCaps,
 		// A session of its own, with no controlling terminal: nothing in
 		// the world shares the user's terminal (its /dev/tty, TIOCSTI,
 		// settings) or its process group (^C reaches dsh alone, which
 		// forwards it to the command).
 		Setsid: true,
-	}
-	if ip.mapped {
-		sys.UidMappings, sys.GidMappings = ip.ids.mappings()
-		sys.GidMappingsEnableSetgroups = true
-		// Writing the maps does not change the child's own ids: it would
-		// keep host uid 0. Become the world's root, host id ids.uid.
-		sys.Credential = &syscall.Credential{Uid: 0, Gid: 0}
-	} else {
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	}
 	if ip.cgroupFD >= 0 {
 		// cgroup v2: born in its cgroup (clone3 CLONE_INTO_CGROUP), so
@@ -239,6 +238,59 @@ func (ip *initProc) newCmd() *exec.Cmd {
 	}
 	cmd.SysProcAttr = sys
 	return cmd
+}
+
+// mapIDs writes the id maps of the init's user namespace, then tells the
+// init they are written: until then it waits (nsinit.FDSync). A root
+// caller's init maps the host range ids from 0 and is told to become
+// its root (host ids.uid): writing the maps does not change its own
+// ids, which are still host uid 0. An unprivileged caller's maps its
+// own uid and gid alone, and denies setgroups, which the kernel requires
+// of a map written without CAP_SETGID over the parent namespace.
+func (ip *initProc) mapIDs(pid int) error {
+	uids := []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+	gids := []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	become := nsinit.KeepIDs
+	if ip.mapped {
+		uids, gids = ip.ids.mappings()
+		become = nsinit.BecomeRoot
+	}
+	proc := "/proc/" + strconv.Itoa(pid) + "/"
+	write := func(file, s string) error {
+		if err := os.WriteFile(proc+file, []byte(s), 0); err != nil {
+			return fmt.Errorf("native: writing the init's %s: %w", file, err)
+		}
+		return nil
+	}
+	if !ip.mapped {
+		if err := write("setgroups", "deny"); err != nil {
+			return err
+		}
+	}
+	if err := write("gid_map", idMapText(gids)); err != nil {
+		return err
+	}
+	if err := write("uid_map", idMapText(uids)); err != nil {
+		return err
+	}
+	if _, err := ip.syncW.Write([]byte{become}); err != nil {
+		return fmt.Errorf("native: telling the init its ids are mapped: %w", err)
+	}
+	return nil
+}
+
+// idMapText is m as a uid_map or gid_map file takes it.
+func idMapText(m []syscall.SysProcIDMap) string {
+	var b []byte
+	for _, e := range m {
+		b = strconv.AppendInt(b, int64(e.ContainerID), 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(e.HostID), 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(e.Size), 10)
+		b = append(b, '\n')
+	}
+	return string(b)
 }
 
 // openInit opens the best source of the init not refused yet
@@ -268,6 +320,11 @@ func (ip *initProc) run() error {
 		cmd := ip.newCmd()
 		born, err := startPinned(cmd, ip.cgDirs)
 		if err == nil {
+			if err := ip.mapIDs(cmd.Process.Pid); err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				return err
+			}
 			ip.cmd, ip.bornIn = cmd, born
 			ip.closeChild()
 			return nil

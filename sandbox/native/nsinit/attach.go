@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -47,6 +48,35 @@ func awaitRelease() ([]byte, []int, error) {
 	}
 	// FDSync stays open: sendUpper closes it.
 	return buf[:n], fds, nil
+}
+
+// awaitIDs waits until dsh has written the init's id maps, and takes
+// the ids it names (BecomeRoot, KeepIDs) on every thread: nothing of the
+// setup may run before, as it would with an unmapped uid (no file it
+// creates could be owned) or, for a root dsh, with host uid 0.
+func awaitIDs() error {
+	var b [1]byte
+	n, err := unix.Read(FDSync, b[:])
+	switch {
+	case err != nil || n == 0:
+		return errors.New("native init: dsh went away before it mapped the init's ids")
+	case b[0] == KeepIDs:
+		return nil
+	case b[0] != BecomeRoot:
+		return fmt.Errorf("native init: dsh sent %q where it names the init's ids", b[0])
+	}
+	// The maps allow setgroups for a root dsh: drop its groups too. The
+	// syscall package's calls change every thread.
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("native init: dropping host groups: %w", err)
+	}
+	if err := syscall.Setresgid(0, 0, 0); err != nil {
+		return fmt.Errorf("native init: taking gid 0 of the world: %w", err)
+	}
+	if err := syscall.Setresuid(0, 0, 0); err != nil {
+		return fmt.Errorf("native init: taking uid 0 of the world: %w", err)
+	}
+	return nil
 }
 
 // attachTree puts the detached mount fd at target (in the init's own

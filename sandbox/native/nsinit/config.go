@@ -21,7 +21,7 @@ const (
 
 // Descriptors the driver passes to stage 1 (ExtraFiles).
 const (
-	FDSync  = 3 // one byte when the init may set up (see the package doc); EOF = abort
+	FDSync  = 3 // the ids byte, then the release (see the package doc); EOF = abort
 	FDReady = 4 // 0x00 when serving, 0x01 before exec mode's execve; else a Failure
 	FDExe   = 5 // the binary itself, executed as /proc/self/fd/5; closed at once
 	// FDBroker is the egress broker connection (sandbox.ServeEgress),
@@ -31,6 +31,16 @@ const (
 	// stdio: the pipes of the world's processes passed to dsh), present
 	// in serve mode only; fd 6 is then closed in a world without egress.
 	FDStdio = 7
+)
+
+// The first message on FDSync, once dsh has written the init's id maps
+// (it executes the init before it can write them): BecomeRoot tells the
+// init to take uid and gid 0 of its user namespace (a root dsh's init
+// still has host uid 0, which the maps leave unmapped), KeepIDs to keep
+// the caller's, which the maps map to themselves.
+const (
+	BecomeRoot byte = 'r'
+	KeepIDs    byte = 'k'
 )
 
 // MaxConfig bounds a Config as the driver sends it (JSON, the release on

@@ -5,7 +5,8 @@
 // argument; the binary dispatches it to [Main] (dsh through native's
 // InitMain, test binaries from TestMain). Everything the init does was
 // decided on the host: it inherits the descriptors FDSync, FDReady,
-// FDExe, FDBroker and FDStdio, and waits for its release on FDSync: a
+// FDExe, FDBroker and FDStdio, waits on FDSync until dsh has written its
+// id maps ([BecomeRoot], [KeepIDs]), and then for its release there: a
 // [Config] (JSON, at most [MaxConfig] bytes), with a root dsh's detached
 // mounts (in
 // exec mode the init is in its cgroup by then, a serving init is placed

@@ -105,6 +105,9 @@ func Main() int {
 func stage1() error {
 	t0 := time.Now()
 	unix.Close(FDExe)
+	if err := awaitIDs(); err != nil {
+		return err
+	}
 	// While dsh makes the world (a prestarted init: while it loads its
 	// configuration), encoding/json builds its caches of the Config's
 	// types, which decoding it would otherwise build after the release.
