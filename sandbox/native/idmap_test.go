@@ -53,6 +53,37 @@ stat -c ws-owner=%u:%g `+ws+`; cat /proc/self/uid_map /proc/self/gid_map`)
 	}
 }
 
+// A root dsh's overlay world works on a workspace of another owner, and
+// changes a file of a third one there: the init gives the upper layer
+// the workspace's owner and copies the file up with the capabilities of
+// the namespace's root, which it must hold for its setup as it did when
+// it was that root at its execve.
+func TestRootOverlayWorldOfAnotherOwner(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	const owner, other = 4321, 4322
+	ws := hostTempDir(t)
+	os.Chown(ws, owner, owner)
+	shared := filepath.Join(ws, "shared")
+	os.WriteFile(shared, []byte("old\n"), 0o666)
+	os.Chmod(shared, 0o666)
+	os.Chown(shared, other, other)
+	spec := sandbox.DefaultSpec(ws)
+	spec.WorkspaceMode = sandbox.WorkspaceOverlay
+	out, err := sh(t, spec, `echo id=$(id -u); echo new >> shared && echo appended; stat -c shared=%u:%g shared; echo made > made && echo made=ok`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	for _, w := range []string{fmt.Sprintf("id=%d\n", owner), "appended\n", fmt.Sprintf("shared=%d:%d\n", other, other), "made=ok\n"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("world output lacks %q:\n%s", w, out)
+		}
+	}
+	if b, _ := os.ReadFile(shared); string(b) != "old\n" {
+		t.Errorf("the host's %s is %q: an overlay world changed it", shared, b)
+	}
+}
+
 // Even as uid 0 inside (Spec.User), a world cannot read a host file only
 // host root may read, though no mask names it.
 func TestRootWorldIsNotHostRoot(t *testing.T) {

@@ -231,6 +231,9 @@ func (ip *initProc) newCmd() *exec.Cmd {
 		// forwards it to the command).
 		Setsid: true,
 	}
+	if ip.mapped {
+		sys.AmbientCaps = rootSetupCaps()
+	}
 	if ip.cgroupFD >= 0 {
 		// cgroup v2: born in its cgroup (clone3 CLONE_INTO_CGROUP), so
 		// its cgroup namespace is rooted at the world's own group.

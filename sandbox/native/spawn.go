@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/dsh-dev/dsh/sandbox"
@@ -22,14 +23,35 @@ import (
 const cloneFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
 
-// setupCaps are raised as ambient capabilities for stage 1 only: an
-// unprivileged caller's mapped uid is not 0 inside, so execve would
+// setupCaps are raised as ambient capabilities for stage 1 only: the
+// init is not uid 0 of its namespace at its execve (an unprivileged
+// caller's maps its own uid; a root caller's is still host uid 0, which
+// the maps, written after the execve, leave unmapped), so execve would
 // otherwise strip the capabilities the user namespace grants. Stage 1
 // clears them before anything of the sandbox runs.
 var setupCaps = []uintptr{
 	unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID,
 	unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_RESOURCE,
 }
+
+// rootSetupCaps are a root caller's: every capability of dsh's bounding
+// set, what the namespace's root would get from execve. Its setup does
+// as that root what setupCaps do not cover: giving an overlay
+// workspace's upper layer the workspace's owner, and the copy-up of the
+// overlay, which runs with the capabilities the init mounted it with.
+var rootSetupCaps = sync.OnceValue(func() []uintptr {
+	var caps []uintptr
+	for c := uintptr(0); c < 64; c++ {
+		r, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_READ, c, 0)
+		if e == unix.EINVAL {
+			break // past the last capability the kernel knows
+		}
+		if e == 0 && r == 1 {
+			caps = append(caps, c)
+		}
+	}
+	return caps
+})
 
 // launch is one started init: everything the parent must undo.
 type launch struct {

@@ -20,9 +20,8 @@ import (
 // world's group, forks the init there (a child starts in its parent
 // thread's groups) and moves itself back. The group has no limits yet
 // (they are set once the init runs, before its release: makeCgroup), so
-// neither the fork — a full copy of dsh's page tables, charged to the
-// memory group of the thread that forks — nor the child until its execve
-// is held to the world's memory or cpu limit. The way back is opened
+// the child until its execve (on dsh's memory: CLONE_VM, CLONE_VFORK) is
+// held to neither the world's memory limit nor its cpu quota. The way back is opened
 // before the thread goes (threadHome), and the init's groups are read
 // back from /proc before it is taken for born inside (bornIn).
 

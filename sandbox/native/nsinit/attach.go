@@ -76,6 +76,12 @@ func awaitIDs() error {
 	if err := syscall.Setresuid(0, 0, 0); err != nil {
 		return fmt.Errorf("native init: taking uid 0 of the world: %w", err)
 	}
+	// Changing the ids cleared the parent-death signal: the init must
+	// still die with dsh while it sets up. This thread runs the setup
+	// (locked in package initialisation), as dropPrivileges expects.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("native init: setting the parent-death signal: %w", err)
+	}
 	return nil
 }
 
