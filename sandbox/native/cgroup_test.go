@@ -36,7 +36,7 @@ func TestCgroupV2BornInsideKillAndRemove(t *testing.T) {
 	t.Cleanup(func() { cg.destroy() })
 	cmd := exec.Command("sleep", "100")
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.dirFD()}
-	if _, err := startPinned(cmd, nil); err != nil {
+	if _, err := startPinned(cmd, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	go cmd.Wait()
@@ -165,7 +165,7 @@ func TestSpawnerStartsInV1Groups(t *testing.T) {
 	home := threadsGroups(t)
 	start := func(dirs []string) (int, bool) {
 		cmd := exec.Command("sleep", "100")
-		born, err := startPinned(cmd, dirs)
+		born, err := startPinned(cmd, dirs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -321,13 +321,8 @@ func (ip *initProc) begin() {
 func (ip *initProc) run() error {
 	for {
 		cmd := ip.newCmd()
-		born, err := startPinned(cmd, ip.cgDirs)
+		born, err := startPinned(cmd, ip.cgDirs, ip.mapIDs)
 		if err == nil {
-			if err := ip.mapIDs(cmd.Process.Pid); err != nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				return err
-			}
 			ip.cmd, ip.bornIn = cmd, born
 			ip.closeChild()
 			return nil

@@ -24,7 +24,11 @@ var spawner struct {
 type spawnReq struct {
 	cmd  *exec.Cmd
 	dirs []string // cgroup v1: the world's groups, to start it in
-	done chan spawnResult
+	// started, if not nil, runs on the spawner thread as soon as the
+	// process runs (the init's id maps: the init waits for them); if it
+	// fails, the process is killed and reaped.
+	started func(pid int) error
+	done    chan spawnResult
 }
 
 type spawnResult struct {
@@ -34,14 +38,15 @@ type spawnResult struct {
 
 // startPinned runs cmd.Start on the spawner thread, inside the cgroup v1
 // groups dirs where the thread may move (threadcg.go); bornIn says it
-// did. Otherwise the caller places the init by its pid.
-func startPinned(cmd *exec.Cmd, dirs []string) (bornIn bool, err error) {
+// did. Otherwise the caller places the init by its pid. started (nil
+// for none) runs next on the same thread (spawnReq).
+func startPinned(cmd *exec.Cmd, dirs []string, started func(pid int) error) (bornIn bool, err error) {
 	spawner.once.Do(func() {
 		spawner.reqs = make(chan spawnReq)
 		go serveSpawns(nil)
 	})
 	done := make(chan spawnResult, 1)
-	spawner.reqs <- spawnReq{cmd: cmd, dirs: dirs, done: done}
+	spawner.reqs <- spawnReq{cmd: cmd, dirs: dirs, started: started, done: done}
 	r := <-done
 	return r.bornIn, r.err
 }
@@ -65,6 +70,13 @@ func serveSpawns(started chan struct{}) {
 	}
 	for r := range spawner.reqs {
 		res, stuck := spawnIn(r.cmd, r.dirs)
+		if res.err == nil && r.started != nil {
+			if err := r.started(r.cmd.Process.Pid); err != nil {
+				_ = r.cmd.Process.Kill()
+				_ = r.cmd.Wait()
+				res = spawnResult{err: err}
+			}
+		}
 		if stuck {
 			// Left in a world's groups. Ending the thread would send
 			// every init it forked its parent-death signal, so it is

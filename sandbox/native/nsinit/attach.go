@@ -53,7 +53,8 @@ func awaitRelease() ([]byte, []int, error) {
 // awaitIDs waits until dsh has written the init's id maps, and takes
 // the ids it names (BecomeRoot, KeepIDs) on every thread: nothing of the
 // setup may run before, as it would with an unmapped uid (no file it
-// creates could be owned) or, for a root dsh, with host uid 0.
+// creates could be owned) or, for a root dsh, with host uid 0. Changing
+// the ids clears the parent-death signal: the caller sets it after.
 func awaitIDs() error {
 	var b [1]byte
 	n, err := unix.Read(FDSync, b[:])
@@ -75,12 +76,6 @@ func awaitIDs() error {
 	}
 	if err := syscall.Setresuid(0, 0, 0); err != nil {
 		return fmt.Errorf("native init: taking uid 0 of the world: %w", err)
-	}
-	// Changing the ids cleared the parent-death signal: the init must
-	// still die with dsh while it sets up. This thread runs the setup
-	// (locked in package initialisation), as dropPrivileges expects.
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("native init: setting the parent-death signal: %w", err)
 	}
 	return nil
 }

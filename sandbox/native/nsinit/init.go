@@ -38,6 +38,13 @@ const RootEnv = "DSH_NATIVE_ROOT"
 // and execs), anything else a failure stage 1 reports.
 var execDropErr error
 
+// idsErr is the result of awaitIDs in package initialisation of stage 1,
+// which stage 1 reports; idsTime is how long it took (DSH_NATIVE_TRACE).
+var (
+	idsErr  error
+	idsTime time.Duration
+)
+
 // execDropTime is how long that took, for DSH_NATIVE_TRACE; execDropEarly
 // says the entry point of dsh-init had done it and it was only verified.
 var (
@@ -59,6 +66,12 @@ func init() {
 			execDropErr = dropExecPrivileges(syscall.AllThreadsSyscall)
 		}
 		execDropTime = time.Since(t0)
+		// The ids, while the runtime has the fewest threads (each change
+		// is a round over all of them), and before the parent-death
+		// signal, which changing them clears.
+		t1 := time.Now()
+		idsErr = awaitIDs()
+		idsTime = time.Since(t1)
 		// Stage 1 changes credentials of this thread and then calls
 		// execve from it, so it must stay on one thread. Package init
 		// runs on the main thread; keep the main goroutine there.
@@ -105,8 +118,8 @@ func Main() int {
 func stage1() error {
 	t0 := time.Now()
 	unix.Close(FDExe)
-	if err := awaitIDs(); err != nil {
-		return err
+	if idsErr != nil {
+		return idsErr
 	}
 	// While dsh makes the world (a prestarted init: while it loads its
 	// configuration), encoding/json builds its caches of the Config's
@@ -139,6 +152,7 @@ func stage1() error {
 	if cfg.TraceSpawn != 0 {
 		tr.note("exec, runtime", t0.Sub(time.Unix(0, cfg.TraceSpawn)))
 	}
+	tr.note("ids", idsTime)
 	tr.note("caches", warmed)
 	if view != nil {
 		tr.note("host view", viewed)
