@@ -54,12 +54,16 @@ func Run(cfg *Config) int {
 	// A write to a closed stdout must come back as EPIPE, so Serve can
 	// clean up; without a handler, Go would die of SIGPIPE and, outside a
 	// pid namespace, leave the children running. Notify (unlike Ignore)
-	// keeps SIGPIPE at its default in the children.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// keeps SIGPIPE at its default in the children. As PID 1,
+	// absorbSignals deals with it with the others.
+	asPID1 := os.Getpid() == 1
+	if !asPID1 {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	}
 	resetIgnoredSignals()
 	// Outside a pid namespace, become the subreaper of everything we
 	// start, so orphans stay within reach of the final kill.
-	if os.Getpid() != 1 {
+	if !asPID1 {
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
 	level := slog.LevelWarn
@@ -74,7 +78,7 @@ func Run(cfg *Config) int {
 	// would exit at once and leave the children running. Before setUp,
 	// whose Ready may tell the driver the init is complete (native counts
 	// its threads then).
-	if stop := absorbSignals(log, os.Getpid() == 1); stop != nil {
+	if stop := absorbSignals(log, asPID1); stop != nil {
 		go func() {
 			sig := <-stop
 			log.Warn("terminating on signal; killing every process", "signal", sig)

@@ -164,3 +164,15 @@ func TestInitNotDumpable(t *testing.T) {
 		}
 	}
 }
+
+// TestPID1CleanSignalState: as PID 1, where the init absorbs signals by
+// their default action rather than a handler, its children still start
+// with no signal ignored or blocked (TestCleanSignalState outside).
+func TestPID1CleanSignalState(t *testing.T) {
+	ip := startPID1(t)
+	out, _, st := run(t, ip.client, shell(`grep -E '^Sig(Ign|Blk):' /proc/self/status`))
+	want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+	if st.Code != 0 || string(out) != want {
+		t.Errorf("signal state of a child of the init as PID 1:\n%s(%v)\nwant\n%s", out, st, want)
+	}
+}
