@@ -129,10 +129,17 @@ func NewWorldID() string {
 // likely be. A later reservation replaces an unused one.
 func ReserveWorldID() string {
 	id := mintWorldID()
+	ReserveWorldIDOf(id)
+	return id
+}
+
+// ReserveWorldIDOf reserves id, minted as NewWorldID mints them (5
+// random bytes in hex) by a part of the driver that cannot call it (an
+// init spawned before this package is initialised: native.Prestart).
+func ReserveWorldIDOf(id string) {
 	reserved.mu.Lock()
 	reserved.id = id
 	reserved.mu.Unlock()
-	return id
 }
 
 var reserved struct {

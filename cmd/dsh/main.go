@@ -29,9 +29,11 @@ func run(args []string) int {
 	runLine := prestart.RunLine(args)
 	if runLine {
 		// The init of dsh run's world spawned during the package
-		// initialisation (package prestart); whatever ends the command
-		// before a world takes it (another driver, a bad flag or
-		// configuration), it is killed and its cgroup removed.
+		// initialisation (package prestart), which the native driver
+		// takes now; whatever ends the command before a world takes it
+		// (another driver, a bad flag or configuration), it is killed
+		// and its cgroup removed.
+		native.Prestart()
 		defer native.DropPrestart()
 	}
 	root := newRoot(runLine)

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -21,8 +22,8 @@ import (
 // default group under which every world's cgroup lives (one per world,
 // named by the world id); Options.CgroupParent replaces it.
 const (
-	cgroupRoot   = "/sys/fs/cgroup"
-	cgroupParent = "dsh-native"
+	cgroupRoot   = initspawn.CgroupRoot
+	cgroupParent = initspawn.CgroupParent
 )
 
 // drainTimeout bounds how long destroy waits for killed processes to
@@ -156,7 +157,7 @@ func newCgroupV2(mountpoint, parent, id string, r *cgroup2.Resources) (*cgroupV2
 
 // v1Controllers are the hierarchies a world joins on cgroup v1: the
 // three it limits and the freezer that makes killing race-free.
-var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
+var v1Controllers = initspawn.V1Controllers
 
 func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 	return []cgroup1.Subsystem{
@@ -225,19 +226,7 @@ type cgroupV1 struct {
 }
 
 func newCgroupV1(c cgroup1.Cgroup, parent, id string) *cgroupV1 {
-	return &cgroupV1{c: c, dirs: v1Dirs(func(string) string { return filepath.Join(parent, id) })}
-}
-
-// v1Dirs are the directories of a group in every hierarchy of
-// v1Controllers, in the order of cgroupV1.dirs, path naming its path in
-// each.
-func v1Dirs(path func(controller string) string) []string {
-	var dirs []string
-	for i := len(v1Controllers) - 1; i >= 0; i-- {
-		c := v1Controllers[i]
-		dirs = append(dirs, filepath.Join(cgroupRoot, c, path(c)))
-	}
-	return dirs
+	return &cgroupV1{c: c, dirs: initspawn.V1Dirs(func(string) string { return filepath.Join(parent, id) })}
 }
 
 // add moves pid into the group by writing its cgroup.procs in every
@@ -383,4 +372,12 @@ func fitPids(cg worldCgroup, initPid int, want int64) error {
 		}
 	}
 	return errors.New("no Threads line in /proc/PID/status")
+}
+
+// v1Groups are the directories of a cgroup v1 world's group, nil on v2.
+func v1Groups(cg worldCgroup) []string {
+	if g, ok := cg.(*cgroupV1); ok {
+		return g.dirs
+	}
+	return nil
 }

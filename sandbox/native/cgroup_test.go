@@ -18,6 +18,7 @@ import (
 
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 )
 
 // The v2 code path on this hybrid host's (controller-less) unified
@@ -174,7 +175,7 @@ func TestSpawnerStartsInV1Groups(t *testing.T) {
 	}
 
 	pid, born := start(cg.dirs)
-	if !born || !bornIn(pid, cg.dirs) {
+	if !born || !initspawn.BornIn(pid, cg.dirs) {
 		t.Error("the spawner did not report the child born in the groups")
 	}
 	if got, want := groupsOf(t, "/proc/"+itoa(pid)+"/cgroup"), "/"+cgroupParent+"/"+id; !allAre(got, want) {
@@ -193,7 +194,7 @@ func TestSpawnerStartsInV1Groups(t *testing.T) {
 		t.Errorf("the fallback child started in %v, not dsh's own %v", got, home)
 	}
 	// What the spawner reads back before it reports a child born inside.
-	if bornIn(pid, cg.dirs) {
+	if initspawn.BornIn(pid, cg.dirs) {
 		t.Error("bornIn took a child outside the groups for one inside")
 	}
 	if got := threadsGroups(t); !sameGroups(got, home) {

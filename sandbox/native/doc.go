@@ -12,8 +12,10 @@
 // sync socket) and nsinit.Failure (JSON on the ready pipe, turned back
 // into this package's errors, ErrUnavailable with the step and fix). The
 // init is spawned first, needing nothing of the world but who it runs as
-// (initproc.go), while the host side makes the world's state; dsh run
-// spawns it during its package initialisation (Prestart). The init runs in
+// (initproc.go, and package initspawn, which dsh run's package
+// initialisation already reaches before this package's: Prestart takes
+// the init it spawned), while the host side makes the world's state. The
+// init runs in
 // two stages:
 //
 //  1. Setup (privileged inside the user namespace only): wait until the

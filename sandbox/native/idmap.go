@@ -1,14 +1,12 @@
 package native
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"syscall"
 
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
 	"golang.org/x/sys/unix"
 )
@@ -23,17 +21,11 @@ import (
 
 // DefaultIDBase is the first host uid and gid of a root dsh's worlds when
 // Options.IDBase is zero and /etc/subuid and /etc/subgid hold no range
-// for user "dsh" or "root": 0x70000000, above the range systemd assigns
-// to containers (524288-1879048191) and the ranges useradd hands out
-// (from 100000), below 2^31.
-const DefaultIDBase = 0x70000000
+// for user "dsh" or "root" (initspawn.DefaultIDBase).
+const DefaultIDBase = initspawn.DefaultIDBase
 
 // idRangeSize is how many ids a world has: 0-65535 inside.
-const idRangeSize = 65536
-
-// subidUsers are the /etc/subuid and /etc/subgid entries whose range a
-// root dsh uses, in order of preference.
-var subidUsers = []string{"dsh", "root"}
+const idRangeSize = initspawn.IDRangeSize
 
 // idRange is where a root dsh's worlds live on the host.
 type idRange struct {
@@ -46,11 +38,11 @@ type idRange struct {
 func worldIDRange(base uint32) (idRange, error) {
 	r := idRange{uid: base, gid: base}
 	if base == 0 {
-		r.uid = subordinate("/etc/subuid", DefaultIDBase)
-		r.gid = subordinate("/etc/subgid", DefaultIDBase)
+		r.uid = initspawn.Subordinate("/etc/subuid", DefaultIDBase)
+		r.gid = initspawn.Subordinate("/etc/subgid", DefaultIDBase)
 	}
 	for _, b := range []uint32{r.uid, r.gid} {
-		if b == 0 || uint64(b)+idRangeSize > 1<<32-1 {
+		if !initspawn.UsableIDBase(b) {
 			return idRange{}, &specError{Field: "IDBase", Msg: fmt.Sprintf("host id range %d-%d is not usable: it must not contain 0 and must end below 2^32-1; pick another base", b, uint64(b)+idRangeSize-1)}
 		}
 	}
@@ -101,44 +93,6 @@ func IdentityView(idBase uint32) string {
 	}
 	return fmt.Sprintf("worlds run as host uids %d-%d, gids %d-%d (never host root); the workspace is an idmapped mount, so files keep their owners",
 		r.uid, uint64(r.uid)+idRangeSize-1, r.gid, uint64(r.gid)+idRangeSize-1)
-}
-
-// subordinate returns the start of the first range of at least
-// idRangeSize ids that file grants one of subidUsers, else def.
-func subordinate(file string, def uint32) uint32 {
-	f, err := os.Open(file)
-	if err != nil {
-		return def
-	}
-	defer f.Close()
-	found := map[string]uint32{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(strings.TrimSpace(sc.Text()), ":")
-		if len(fields) != 3 {
-			continue
-		}
-		start, err1 := strconv.ParseUint(fields[1], 10, 32)
-		count, err2 := strconv.ParseUint(fields[2], 10, 32)
-		if err1 != nil || err2 != nil || start == 0 || count < idRangeSize {
-			continue
-		}
-		if _, ok := found[fields[0]]; !ok {
-			found[fields[0]] = uint32(start)
-		}
-	}
-	for _, u := range subidUsers {
-		if b, ok := found[u]; ok {
-			return b
-		}
-	}
-	return def
-}
-
-// mappings returns the world's uid and gid maps.
-func (r idRange) mappings() (uids, gids []syscall.SysProcIDMap) {
-	return []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(r.uid), Size: idRangeSize}},
-		[]syscall.SysProcIDMap{{ContainerID: 0, HostID: int(r.gid), Size: idRangeSize}}
 }
 
 // workspaceOwner returns the on-disk owner of the workspace: a root

@@ -107,36 +107,13 @@ func TestRootWorldIsNotHostRoot(t *testing.T) {
 	}
 }
 
-// An idmapping range that would include host root is refused; subuid
-// entries for dsh win over root's.
+// An idmapping range that would include host root is refused
+// (initspawn.Subordinate reads the subordinate ranges).
 func TestWorldIDRange(t *testing.T) {
-	f := filepath.Join(t.TempDir(), "subuid")
-	os.WriteFile(f, []byte("root:100000:65536\nbad\ndsh:200000:65536\nsmall:300000:10\n"), 0o644)
-	if got := subordinate(f, 7); got != 200000 {
-		t.Errorf("subordinate = %d, want dsh's 200000", got)
-	}
-	os.WriteFile(f, []byte("root:100000:1000\n"), 0o644)
-	if got := subordinate(f, 7); got != 7 {
-		t.Errorf("subordinate with a too small range = %d, want the default", got)
-	}
 	if _, err := worldIDRange(1<<32 - 100); err == nil {
 		t.Error("a range past 2^32 was accepted")
 	}
 	if r, err := worldIDRange(5 << 20); err != nil || r.uid != 5<<20 || r.gid != 5<<20 {
 		t.Errorf("worldIDRange(5<<20) = %+v, %v", r, err)
-	}
-}
-
-func TestIDMapText(t *testing.T) {
-	for _, c := range []struct {
-		m    []syscall.SysProcIDMap
-		want string
-	}{
-		{[]syscall.SysProcIDMap{{ContainerID: 0, HostID: 1879048192, Size: 65536}}, "0 1879048192 65536\n"},
-		{[]syscall.SysProcIDMap{{ContainerID: 1000, HostID: 1000, Size: 1}, {ContainerID: 0, HostID: 5, Size: 2}}, "1000 1000 1\n0 5 2\n"},
-	} {
-		if got := idMapText(c.m); got != c.want {
-			t.Errorf("idMapText(%v) = %q, want %q", c.m, got, c.want)
-		}
 	}
 }

@@ -1,7 +1,6 @@
 package native
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -13,17 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-)
-
-// embeddedInit is the small init binary (cmd/dsh-init) built into dsh
-// with the build tag embedinit (initexe_embed.go), or nil: the init is
-// then dsh's own binary. embeddedInitSum is its SHA-256 in hex, which
-// `make build` writes beside it: it names the init's file in the state
-// directory.
-var (
-	embeddedInit    []byte
-	embeddedInitSum string
+	"github.com/dsh-dev/dsh/sandbox/native/initbin"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 )
 
 // The init's start is the part of a world's start the binary's size
@@ -58,23 +48,6 @@ func (s initSource) String() string {
 // start of this process skips it.
 var initRefused [initOwn]atomic.Bool
 
-// cachedInitName is the init's file in a state directory: named by the
-// content's hash, so that dsh binaries embedding different inits never
-// share one.
-func cachedInitName(base string) string {
-	return filepath.Join(base, "init-"+embeddedInitSum[:32])
-}
-
-// haveCachedInit says whether this dsh has an init to cache: one
-// embedded, with a well-formed sum.
-func haveCachedInit() bool {
-	if embeddedInit == nil || len(embeddedInitSum) != 64 {
-		return false
-	}
-	_, err := hex.DecodeString(embeddedInitSum)
-	return err == nil
-}
-
 // cachedInitBase is the only state directory the init's file is kept
 // in: a root dsh's default. Only root can write it (stateBase: root's,
 // written by nobody else); a native world's ids are unprivileged and it
@@ -85,51 +58,29 @@ func haveCachedInit() bool {
 // caller's own uid had it ever been inside a workspace, so a file there
 // is not trusted as the init: such a caller keeps the per-process memfd. A variable for
 // the tests, whose state directories are their own.
-var cachedInitBase = "/run/dsh-native"
+var cachedInitBase = initspawn.CachedInitBase
 
 // cachesInit says whether worlds of state directory base run the init's
 // file in it (cachedInitBase) rather than the memfd.
 func cachesInit(base string) bool {
-	return os.Geteuid() == 0 && base == cachedInitBase && haveCachedInit()
+	return os.Geteuid() == 0 && base == cachedInitBase && initspawn.HaveCachedInit()
 }
 
 // openCachedInit opens the embedded init's file in the state directory
 // base, writing it first when it is missing or not exactly as dsh leaves
 // it. Nothing but root writes base (cachesInit), so the checks of
-// openInitFile guard against a half-written or stale file, not a planted
+// initspawn.OpenInitFile guard against a half-written or stale file, not a planted
 // one.
 func openCachedInit(base string) (*os.File, error) {
-	name := cachedInitName(base)
-	f, err := openInitFile(name)
+	name := initspawn.CachedInitName(base)
+	f, err := initspawn.OpenInitFile(name)
 	if err == nil {
 		return f, nil
 	}
 	if err := writeCachedInit(base, name); err != nil {
 		return nil, err
 	}
-	return openInitFile(name)
-}
-
-// openInitFile opens name for execution if it is what writeCachedInit
-// leaves: a regular file of the caller's (no link), mode 0555, one name,
-// the embedded init's size.
-func openInitFile(name string) (*os.File, error) {
-	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uint32(os.Getuid()) || st.Mode&0o7777 != 0o555 ||
-		st.Nlink != 1 || st.Size != int64(len(embeddedInit)) {
-		f.Close()
-		return nil, fmt.Errorf("native: %s is not the init dsh wrote (mode %o, owner %d, %d links, %d bytes)", name, st.Mode&0o7777, st.Uid, st.Nlink, st.Size)
-	}
-	return f, nil
+	return initspawn.OpenInitFile(name)
 }
 
 // writeCachedInit writes the embedded init to name: a temporary file
@@ -142,7 +93,7 @@ func writeCachedInit(base, name string) error {
 		return fmt.Errorf("native: writing the init binary into the state directory: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after a rename: nothing there
-	_, err = tmp.Write(embeddedInit)
+	_, err = tmp.Write(initbin.Binary)
 	if err == nil {
 		err = tmp.Chmod(0o555)
 	}
@@ -204,7 +155,7 @@ func sweepCachedInits(base, keep, writing string) {
 // the same one. It is nil when the kernel forbids executing memfds
 // (vm.memfd_noexec = 2).
 func sharedMemfd() (*os.File, error) {
-	memfdOnce.Do(func() { memfdFile, memfdErr = makeInitMemfd() })
+	memfdOnce.Do(func() { memfdFile, memfdErr = initspawn.NewMemfd(initbin.Binary) })
 	return memfdFile, memfdErr
 }
 
@@ -214,48 +165,13 @@ var (
 	memfdErr  error
 )
 
-func makeInitMemfd() (*os.File, error) {
-	if b, err := os.ReadFile("/proc/sys/vm/memfd_noexec"); err == nil && strings.TrimSpace(string(b)) == "2" {
-		return nil, nil
-	}
-	fd, err := unix.MemfdCreate("dsh-init", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
-	if err == unix.EINVAL { // before Linux 6.3: no MFD_EXEC, memfds are executable
-		fd, err = unix.MemfdCreate("dsh-init", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("native: creating the memfd of the init binary: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), "dsh-init")
-	if err := fillSealed(fd, embeddedInit); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("native: writing the init binary into its memfd: %w", err)
-	}
-	return f, nil
-}
-
-func fillSealed(fd int, b []byte) error {
-	if err := unix.Ftruncate(fd, int64(len(b))); err != nil {
-		return err
-	}
-	for off := 0; off < len(b); {
-		n, err := unix.Pwrite(fd, b[off:], int64(off))
-		if err != nil {
-			return err
-		}
-		off += n
-	}
-	_, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS,
-		unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE)
-	return err
-}
-
 // openInitSource opens the best source of the init not refused yet: the
 // embedded init (when embedded is allowed and dsh has one) from its file
 // in the state directory base or from the process's memfd, else dsh's
 // own binary exe. The memfd is the process's: its caller must not close
 // it.
 func openInitSource(embedded bool, base, exe string) (*os.File, initSource, error) {
-	if embedded && embeddedInit != nil {
+	if embedded && initbin.Binary != nil {
 		if cachesInit(base) && !initRefused[initCached].Load() {
 			if f, err := openCachedInit(base); err == nil {
 				return f, initCached, nil

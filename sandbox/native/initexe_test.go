@@ -18,6 +18,8 @@ import (
 
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/initbin"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 )
 
 // embedSmallInit makes this test binary embed the small init, as dsh
@@ -30,19 +32,19 @@ func embedSmallInit(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
-	savedInit, savedSum := embeddedInit, embeddedInitSum
+	savedInit, savedSum := initbin.Binary, initbin.Sum
 	savedFile, savedErr := memfdFile, memfdErr
 	var savedRefused [initOwn]bool
 	for i := range initRefused {
 		savedRefused[i] = initRefused[i].Load()
 		initRefused[i].Store(false)
 	}
-	embeddedInit, embeddedInitSum = data, hex.EncodeToString(sum[:])
+	initbin.Binary, initbin.Sum = data, hex.EncodeToString(sum[:])
 	savedBase := cachedInitBase
 	t.Cleanup(func() { cachedInitBase = savedBase })
 	memfdOnce, memfdFile, memfdErr = sync.Once{}, nil, nil
 	t.Cleanup(func() {
-		embeddedInit, embeddedInitSum = savedInit, savedSum
+		initbin.Binary, initbin.Sum = savedInit, savedSum
 		memfdOnce = sync.Once{}
 		memfdOnce.Do(func() {})
 		memfdFile, memfdErr = savedFile, savedErr
@@ -99,7 +101,7 @@ func TestCachedInit(t *testing.T) {
 	data := embedSmallInit(t)
 	state := stateDir(t)
 	cachedInitBase = state
-	name := cachedInitName(state)
+	name := initspawn.CachedInitName(state)
 	if exe := openEchoClose(t, state); exe != name {
 		t.Fatalf("the init executed %s, want its file %s", exe, name)
 	}
@@ -183,7 +185,7 @@ func TestCachedInitIsNotTakenOnTrust(t *testing.T) {
 			if _, err := stateBase(state); err != nil {
 				t.Fatal(err)
 			}
-			name := cachedInitName(state)
+			name := initspawn.CachedInitName(state)
 			c.plant(t, state, name)
 			if exe := openEchoClose(t, state); exe != name {
 				t.Errorf("the init executed %s, want its file %s", exe, name)
@@ -269,7 +271,7 @@ func TestCachedInitSweep(t *testing.T) {
 		}
 	}
 	os.Chtimes(abandoned, old, old)
-	name := cachedInitName(state)
+	name := initspawn.CachedInitName(state)
 	if err := writeCachedInit(state, name); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func TestCachedInitSweep(t *testing.T) {
 	if strings.Join(left, " ") != strings.Join(want, " ") {
 		t.Errorf("left after the write: %v\nwant %v", left, want)
 	}
-	if _, err := openInitFile(name); err != nil {
+	if _, err := initspawn.OpenInitFile(name); err != nil {
 		t.Errorf("the written init does not pass its own checks: %v", err)
 	}
 }

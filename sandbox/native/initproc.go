@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -201,12 +201,8 @@ func newInitProc(f spawnFor) (*initProc, error) {
 // newCmd is the init's command, for one attempt to start it.
 func (ip *initProc) newCmd() *exec.Cmd {
 	c := ip.child // sync, ready, broker[, stdio, ctl in, ctl out]
-	cmd := exec.Command(ip.exe, nsinit.Arg)
-	cmd.Path = "/proc/self/fd/" + strconv.Itoa(nsinit.FDExe)
-	cmd.Args[0] = "dsh-init"
-	// One P: the init only relays I/O, and every thread it has costs a
-	// round in the all-threads credential drop.
-	cmd.Env = []string{"GOMAXPROCS=1", nsinit.RootEnv + "=" + ip.base}
+	argv := initspawn.Argv()
+	cmd := &exec.Cmd{Path: initspawn.Path, Args: argv, Env: initspawn.Env(ip.base)}
 	cmd.ExtraFiles = []*os.File{c[0], c[1], ip.exeFile, c[2]} // FDSync, FDReady, FDExe, FDBroker
 	if ip.serve {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, c[3]) // FDStdio
@@ -214,86 +210,14 @@ func (ip *initProc) newCmd() *exec.Cmd {
 	} else if ip.io3 != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = ip.io3.in, ip.io3.out, ip.io3.err
 	}
-	sys := &syscall.SysProcAttr{
-		// The child runs on dsh's memory until its execve (CLONE_VM,
-		// CLONE_VFORK), as Go's exec does without a user namespace: no
-		// copy of dsh's page tables, and no copy-on-write faults in dsh
-		// while the init starts. Go adds neither once the flags hold
-		// CLONE_NEWUSER, because its child waits for the parent to
-		// write the id maps; this one waits for nothing: dsh writes the
-		// maps once it has executed the init (mapIDs), and the init
-		// takes its ids after them (nsinit).
-		Cloneflags:  cloneFlags | syscall.CLONE_VM | syscall.CLONE_VFORK,
-		AmbientCaps: setupCaps,
-		// A session of its own, with no controlling terminal: nothing in
-		// the world shares the user's terminal (its /dev/tty, TIOCSTI,
-		// settings) or its process group (^C reaches dsh alone, which
-		// forwards it to the command).
-		Setsid: true,
-	}
-	if ip.mapped {
-		sys.AmbientCaps = rootSetupCaps()
-	}
-	if ip.cgroupFD >= 0 {
-		// cgroup v2: born in its cgroup (clone3 CLONE_INTO_CGROUP), so
-		// its cgroup namespace is rooted at the world's own group.
-		sys.UseCgroupFD, sys.CgroupFD = true, ip.cgroupFD
-	}
-	cmd.SysProcAttr = sys
+	cmd.SysProcAttr = initspawn.Attr(ip.mapped, ip.cgroupFD)
 	return cmd
 }
 
 // mapIDs writes the id maps of the init's user namespace, then tells the
-// init they are written: until then it waits (nsinit.FDSync). A root
-// caller's init maps the host range ids from 0 and is told to become
-// its root (host ids.uid): writing the maps does not change its own
-// ids, which are still host uid 0. An unprivileged caller's maps its
-// own uid and gid alone, and denies setgroups, which the kernel requires
-// of a map written without CAP_SETGID over the parent namespace.
+// init they are written (initspawn.MapIDs).
 func (ip *initProc) mapIDs(pid int) error {
-	uids := []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-	gids := []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
-	become := nsinit.KeepIDs
-	if ip.mapped {
-		uids, gids = ip.ids.mappings()
-		become = nsinit.BecomeRoot
-	}
-	proc := "/proc/" + strconv.Itoa(pid) + "/"
-	write := func(file, s string) error {
-		if err := os.WriteFile(proc+file, []byte(s), 0); err != nil {
-			return fmt.Errorf("native: writing the init's %s: %w", file, err)
-		}
-		return nil
-	}
-	if !ip.mapped {
-		if err := write("setgroups", "deny"); err != nil {
-			return err
-		}
-	}
-	if err := write("gid_map", idMapText(gids)); err != nil {
-		return err
-	}
-	if err := write("uid_map", idMapText(uids)); err != nil {
-		return err
-	}
-	if _, err := ip.syncW.Write([]byte{become}); err != nil {
-		return fmt.Errorf("native: telling the init its ids are mapped: %w", err)
-	}
-	return nil
-}
-
-// idMapText is m as a uid_map or gid_map file takes it.
-func idMapText(m []syscall.SysProcIDMap) string {
-	var b []byte
-	for _, e := range m {
-		b = strconv.AppendInt(b, int64(e.ContainerID), 10)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(e.HostID), 10)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(e.Size), 10)
-		b = append(b, '\n')
-	}
-	return string(b)
+	return initspawn.MapIDs(pid, ip.syncW, ip.mapped, ip.ids.uid, ip.ids.gid)
 }
 
 // openInit opens the best source of the init not refused yet
@@ -441,8 +365,6 @@ func Prestart() {
 		// the world's plan.
 		return
 	}
-	// Reserved now, before anything else of the process mints an ID.
-	id := sandbox.ReserveWorldID()
 	done := make(chan struct{})
 	prestart.done = done
 	// The seccomp program of a world of this caller, ready for its plan
@@ -453,6 +375,24 @@ func Prestart() {
 		_, _ = filterProgram(os.Geteuid() != 0)
 		_, _ = (&nsinit.Config{}).Encode()
 	}
+	if e := initspawn.Take(); e != nil {
+		// Reserved now, before anything else of the process mints an
+		// ID; the init is taken beside the CLI's own start.
+		if sandbox.CheckWorldID(e.WorldID) == nil {
+			sandbox.ReserveWorldIDOf(e.WorldID)
+		}
+		go func() {
+			ip := adoptEarly(e)
+			prestart.mu.Lock()
+			prestart.ip = ip
+			prestart.mu.Unlock()
+			close(done)
+			warm()
+		}()
+		return
+	}
+	// Reserved now, before anything else of the process mints an ID.
+	id := sandbox.ReserveWorldID()
 	go func() {
 		defer close(done)
 		f, err := defaultSpawn()
@@ -482,6 +422,69 @@ func Prestart() {
 		prestart.ip = ip
 		prestart.mu.Unlock()
 	}()
+}
+
+// adoptEarly makes the init initspawn.Begin spawned during dsh's package
+// initialisation the prestarted one, or kills it (nil). Begin spawns
+// what defaultSpawn would, from the same decisions (taken by initspawn
+// for both); takePrestart still compares it with what the world needs.
+func adoptEarly(e *initspawn.Early) *initProc {
+	f := spawnFor{serve: true, mapped: e.Mapped, ids: idRange{uid: e.UID, gid: e.GID}, exe: e.Exe, base: e.Base,
+		embedded: true, cgParent: cgroupParent, cgroupFD: -1}
+	if e.Trace {
+		f.stderr = os.Stderr // the init's step timings
+	}
+	// The process, for Wait and Kill: nothing of it runs in dsh.
+	ip := &initProc{spawnFor: f, cmd: &exec.Cmd{Process: e.Process}, syncW: e.Sync, readyR: e.Ready,
+		ctlR: e.CtlR, ctlW: e.CtlW, bornIn: e.BornIn, began: e.Began, done: make(chan struct{})}
+	close(ip.done)
+	pc := &preCgroup{id: e.Name, err: e.GroupsErr, placed: make(chan error, 1)}
+	ip.pre = pc
+	fail := func() *initProc {
+		ip.kill(false)
+		if e.Groups != nil {
+			for _, d := range e.Groups {
+				_ = os.Remove(d)
+			}
+		}
+		e.Stdio.Close()
+		e.Broker.Close()
+		if e.Memfd != nil {
+			e.Memfd.Close()
+		}
+		return nil
+	}
+	if sandbox.CheckWorldID(e.WorldID) != nil {
+		return fail()
+	}
+	var err error
+	if ip.stdio, err = fileUnixConn(e.Stdio); err != nil {
+		return fail()
+	}
+	if ip.broker, err = fileUnixConn(e.Broker); err != nil {
+		return fail()
+	}
+	if e.Groups != nil {
+		// Made by initspawn where newPreCgroup would: this is the same
+		// group, with none of its limits yet.
+		g, err := newCgroup(f.cgParent, e.Name, &specs.LinuxResources{})
+		if err != nil {
+			return fail()
+		}
+		pc.cg = g.(*cgroupV1)
+	}
+	if e.Memfd != nil {
+		// The process's memfd: every later world of dsh runs it too.
+		memfdOnce.Do(func() { memfdFile = e.Memfd })
+		if memfdFile != e.Memfd {
+			e.Memfd.Close() // the init holds what it executes
+		}
+	}
+	ip.placeOnceRunning()
+	if e.Trace {
+		fmt.Fprintf(os.Stderr, "dsh host: %-18s %8.3f ms before the driver took it\n", "early spawn", ms(time.Since(e.Began)))
+	}
+	return ip
 }
 
 // takePrestarted waits for a pending prestart and takes its init, if it

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 
 	"github.com/dsh-dev/dsh/sandbox"
@@ -18,40 +17,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
-
-// cloneFlags are the namespaces of every world.
-const cloneFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
-
-// setupCaps are raised as ambient capabilities for stage 1 only: the
-// init is not uid 0 of its namespace at its execve (an unprivileged
-// caller's maps its own uid; a root caller's is still host uid 0, which
-// the maps, written after the execve, leave unmapped), so execve would
-// otherwise strip the capabilities the user namespace grants. Stage 1
-// clears them before anything of the sandbox runs.
-var setupCaps = []uintptr{
-	unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID,
-	unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_RESOURCE,
-}
-
-// rootSetupCaps are a root caller's: every capability of dsh's bounding
-// set, what the namespace's root would get from execve. Its setup does
-// as that root what setupCaps do not cover: giving an overlay
-// workspace's upper layer the workspace's owner, and the copy-up of the
-// overlay, which runs with the capabilities the init mounted it with.
-var rootSetupCaps = sync.OnceValue(func() []uintptr {
-	var caps []uintptr
-	for c := uintptr(0); c < 64; c++ {
-		r, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_READ, c, 0)
-		if e == unix.EINVAL {
-			break // past the last capability the kernel knows
-		}
-		if e == 0 && r == 1 {
-			caps = append(caps, c)
-		}
-	}
-	return caps
-})
 
 // launch is one started init: everything the parent must undo.
 type launch struct {
@@ -690,12 +655,25 @@ func socketPair(typ int, name string) (*net.UnixConn, *os.File, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("native: %s: %w", name, err)
 	}
-	ours := os.NewFile(uintptr(fds[0]), name)
-	defer ours.Close()
-	c, err := net.FileConn(ours)
+	c, err := fileUnixConn(os.NewFile(uintptr(fds[0]), name))
 	if err != nil {
 		syscall.Close(fds[1])
 		return nil, nil, fmt.Errorf("native: %s: %w", name, err)
 	}
-	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), name+" (init)"), nil
+	return c, os.NewFile(uintptr(fds[1]), name+" (init)"), nil
+}
+
+// fileUnixConn takes over f, a unix socket, as a connection (f is closed).
+func fileUnixConn(f *os.File) (*net.UnixConn, error) {
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("%s is not a unix socket", f.Name())
+	}
+	return uc, nil
 }

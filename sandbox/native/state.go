@@ -11,6 +11,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 )
 
 // stateBase returns the caller's private directory, creating it 0700:
@@ -33,15 +34,7 @@ func stateBase(override string) (string, error) {
 		}
 		base = filepath.Clean(base)
 	} else {
-		dirs := sandbox.StateDirs(uid)
-		switch {
-		case uid == 0 && writableDir("/run"):
-			base = dirs[0]
-		case privateDir(filepath.Dir(dirs[1]), uid):
-			base = dirs[1]
-		default:
-			base = dirs[2]
-		}
+		base = initspawn.DefaultStateDir(uid)
 	}
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return "", fmt.Errorf("native: creating state directory: %w", err)
@@ -98,19 +91,6 @@ func realOrClean(p string) string {
 	return filepath.Clean(p)
 }
 
-// privateDir reports whether p is a directory of uid's that no one else
-// may write (a login's /run/user/UID).
-func privateDir(p string, uid int) bool {
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.IsDir() {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == uid && fi.Mode().Perm()&0o022 == 0
-}
-
-func writableDir(p string) bool { return syscall.Access(p, 2 /* W_OK */) == nil }
-
 // owner identifies a dsh process across pid reuse: its pid and its start
 // time in clock ticks since boot (field 22 of /proc/PID/stat).
 type owner struct {
@@ -122,32 +102,15 @@ func (o owner) String() string { return fmt.Sprintf("%d-%d", o.pid, o.start) }
 
 func self() (owner, error) {
 	pid := os.Getpid()
-	st, err := startTime(pid)
+	st, err := initspawn.StartTime(pid)
 	return owner{pid, st}, err
 }
 
-func startTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name may contain spaces and parentheses; fields
-	// after it start behind the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
+func writableDir(p string) bool { return syscall.Access(p, 2 /* W_OK */) == nil }
 
 // alive reports whether the process that owned a world still runs.
 func (o owner) alive() bool {
-	st, err := startTime(o.pid)
+	st, err := initspawn.StartTime(o.pid)
 	return err == nil && st == o.start
 }
 

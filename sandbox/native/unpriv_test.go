@@ -17,6 +17,7 @@ import (
 
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 )
 
 const unprivUser = "dsh-native-test"
@@ -168,7 +169,7 @@ func TestUnprivilegedUser(t *testing.T) {
 	}
 	dirs := sandbox.StateDirs(uid)
 	want := dirs[2]
-	if privateDir(filepath.Dir(dirs[1]), uid) {
+	if initspawn.PrivateDir(filepath.Dir(dirs[1]), uid) {
 		want = dirs[1]
 	}
 	if _, err := os.Stat(want); err != nil {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -131,5 +133,16 @@ func TestRootStateDirSearchable(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o711 {
 		t.Fatalf("a new state directory: %v, %v; want mode 0711", fi.Mode().Perm(), err)
+	}
+}
+
+// initspawn chooses the state directory before package sandbox is
+// initialised: its list must be sandbox's, which the validation refuses
+// as a workspace.
+func TestInitspawnStateDirsAreSandboxs(t *testing.T) {
+	for _, uid := range []int{0, 1000, 65534} {
+		if got, want := initspawn.StateDirs(uid), sandbox.StateDirs(uid); !slices.Equal(got, want) {
+			t.Errorf("initspawn.StateDirs(%d) = %q, sandbox.StateDirs = %q", uid, got, want)
+		}
 	}
 }

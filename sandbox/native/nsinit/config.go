@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Arg is the hidden first argument that makes a binary run as the init:
 // the driver re-executes dsh (or a test binary) with it, and the binary
 // dispatches it to Main before anything else.
-const Arg = "__native-init"
+const Arg = initspawn.Arg
 
 // Stages of the init, in os.Args[2]. Stage 1 has no argument.
 const (
@@ -19,18 +20,13 @@ const (
 	StageNoop  = "noop"  // exits 0: proves a probe sandbox came up
 )
 
-// Descriptors the driver passes to stage 1 (ExtraFiles).
+// Descriptors the driver passes to stage 1 (initspawn has their roles).
 const (
-	FDSync  = 3 // the ids byte, then the release (see the package doc); EOF = abort
-	FDReady = 4 // 0x00 when serving, 0x01 before exec mode's execve; else a Failure
-	FDExe   = 5 // the binary itself, executed as /proc/self/fd/5; closed at once
-	// FDBroker is the egress broker connection (sandbox.ServeEgress),
-	// present only for a world with egress.
-	FDBroker = 6
-	// FDStdio is the init's end of the stdio socket (pid1's direct
-	// stdio: the pipes of the world's processes passed to dsh), present
-	// in serve mode only; fd 6 is then closed in a world without egress.
-	FDStdio = 7
+	FDSync   = initspawn.FDSync
+	FDReady  = initspawn.FDReady
+	FDExe    = initspawn.FDExe
+	FDBroker = initspawn.FDBroker
+	FDStdio  = initspawn.FDStdio
 )
 
 // The first message on FDSync, once dsh has written the init's id maps
@@ -39,8 +35,8 @@ const (
 // still has host uid 0, which the maps leave unmapped), KeepIDs to keep
 // the caller's, which the maps map to themselves.
 const (
-	BecomeRoot byte = 'r'
-	KeepIDs    byte = 'k'
+	BecomeRoot = initspawn.BecomeRoot
+	KeepIDs    = initspawn.KeepIDs
 )
 
 // MaxConfig bounds a Config as the driver sends it (JSON, the release on

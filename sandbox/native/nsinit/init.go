@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-dev/dsh/sandbox"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
 
@@ -30,7 +31,7 @@ const (
 // RootEnv names, at the spawn, the mount point of the world's root (the
 // state directory): the init makes the host's view there before its
 // release (prepareHostView).
-const RootEnv = "DSH_NATIVE_ROOT"
+const RootEnv = initspawn.RootEnv
 
 // execDropErr is the result of dropExecPrivileges on every thread during
 // package initialisation of stage 1: nil when done, an error wrapping

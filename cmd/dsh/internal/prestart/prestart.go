@@ -1,21 +1,22 @@
 // Package prestart begins the init of a dsh run line's world while the
-// CLI is still initialising its packages (native.Prestart): the init's
+// CLI is still initialising its packages (initspawn.Begin): the init's
 // clone, execve and runtime start then run beside the CLI's own start,
-// not after it. It depends on nothing but the native driver, so it is
-// initialised as soon as the driver is, before the CLI's heavier
-// dependencies (main imports it for that alone).
+// not after it. It depends on nothing but initspawn, which imports only
+// the standard library's earliest packages, so Go initialises it among
+// the first packages of dsh (main imports it for that alone); the native
+// driver takes the init once it is initialised (native.Prestart).
 package prestart
 
 import (
 	"os"
 	"strings"
 
-	"github.com/dsh-dev/dsh/sandbox/native"
+	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 )
 
 func init() {
 	if RunLine(os.Args[1:]) {
-		native.Prestart()
+		initspawn.Begin()
 	}
 }
 
