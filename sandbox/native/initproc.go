@@ -474,6 +474,7 @@ func adoptEarly(e *initspawn.Early) *initProc {
 		pc.cg = g.(*cgroupV1)
 	}
 	if e.Memfd != nil {
+		ip.exeSrc = initMemfd
 		// The process's memfd: every later world of dsh runs it too.
 		memfdOnce.Do(func() { memfdFile = e.Memfd })
 		if memfdFile != e.Memfd {
