@@ -228,38 +228,29 @@ func (e *Early) spawn(exe *os.File) bool {
 		}
 		return os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name), nil
 	}
-	syncW, syncR, err := pair(syscall.SOCK_SEQPACKET, "sync")
-	if err != nil {
+	writeEnd := func(r, w *os.File, err error) (*os.File, *os.File, error) { return w, r, err }
+	// ends keeps dsh's end and the init's of one channel, for closing.
+	failed := false
+	ends := func(ours, theirs *os.File, err error) (*os.File, *os.File) {
+		if err != nil {
+			failed = true
+			return nil, nil
+		}
+		mine, child = append(mine, ours), append(child, theirs)
+		return ours, theirs
+	}
+	syncW, syncR := ends(pair(syscall.SOCK_SEQPACKET, "sync"))
+	readyR, readyW := ends(os.Pipe())
+	broker, brokerChild := ends(pair(syscall.SOCK_STREAM, "egress broker"))
+	stdio, stdioChild := ends(pair(syscall.SOCK_SEQPACKET, "stdio"))
+	inW, inR := ends(writeEnd(os.Pipe())) // the pid1 session: dsh writes
+	outR, outW := ends(os.Pipe())         // and reads
+	if failed {
 		return false
 	}
-	mine, child = append(mine, syncW), append(child, syncR)
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
-		return false
-	}
-	mine, child = append(mine, readyR), append(child, readyW)
-	broker, brokerChild, err := pair(syscall.SOCK_STREAM, "egress broker")
-	if err != nil {
-		return false
-	}
-	mine, child = append(mine, broker), append(child, brokerChild)
-	stdio, stdioChild, err := pair(syscall.SOCK_SEQPACKET, "stdio")
-	if err != nil {
-		return false
-	}
-	mine, child = append(mine, stdio), append(child, stdioChild)
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return false
-	}
-	mine, child = append(mine, inW), append(child, inR)
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return false
-	}
-	mine, child = append(mine, outR), append(child, outW)
 	stderr := os.Stderr // the init's step timings
 	if !e.Trace {
+		var err error
 		if stderr, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
 			return false
 		}
@@ -272,7 +263,7 @@ func (e *Early) spawn(exe *os.File) bool {
 		Sys:   Attr(e.Mapped, -1),
 	}
 	var p *os.Process
-	e.BornIn, err = Spawn(e.Groups, func() (int, error) {
+	born, err := Spawn(e.Groups, func() (int, error) {
 		var serr error
 		if p, serr = os.StartProcess(Path, Argv(), attr); serr != nil {
 			return 0, serr
@@ -287,7 +278,7 @@ func (e *Early) spawn(exe *os.File) bool {
 	if err != nil {
 		return false
 	}
-	e.Process = p
+	e.Process, e.BornIn = p, born
 	e.Sync, e.Ready, e.Broker, e.Stdio, e.CtlW, e.CtlR = syncW, readyR, broker, stdio, inW, outR
 	ok = true
 	return true
