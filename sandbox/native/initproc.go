@@ -8,10 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
@@ -148,51 +145,22 @@ func newInitProc(f spawnFor) (*initProc, error) {
 			ip.closeAll()
 		}
 	}()
-	// The sync channel is a socket: the release carries the
-	// configuration and mounts.
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, errors.New("native: sync socket: " + err.Error())
-	}
-	ip.syncW = os.NewFile(uintptr(pair[0]), "sync")
-	syncR := os.NewFile(uintptr(pair[1]), "sync")
-	ip.child = append(ip.child, syncR)
-	readyR, readyW, err := os.Pipe()
+	ch, err := initspawn.NewChannels(f.serve)
 	if err != nil {
 		return nil, err
 	}
-	ip.readyR = readyR
-	ip.child = append(ip.child, readyW)
+	ip.syncW, ip.readyR, ip.ctlW, ip.ctlR, ip.child = ch.Sync, ch.Ready, ch.CtlW, ch.CtlR, ch.Child
+	if ip.broker, err = fileUnixConn(ch.Broker); err != nil {
+		ch.Stdio.Close() // nil-safe
+		return nil, fmt.Errorf("native: egress broker: %w", err)
+	}
+	if f.serve {
+		if ip.stdio, err = fileUnixConn(ch.Stdio); err != nil {
+			return nil, fmt.Errorf("native: stdio: %w", err)
+		}
+	}
 	if err := ip.openInit(); err != nil {
 		return nil, err
-	}
-	// The broker connection always exists: a world without egress
-	// closes it (nsinit), one with egress is served on it.
-	broker, brokerChild, err := brokerPair()
-	if err != nil {
-		return nil, err
-	}
-	ip.broker = broker
-	ip.child = append(ip.child, brokerChild)
-	if f.serve {
-		stdio, stdioChild, err := socketPair(syscall.SOCK_SEQPACKET, "stdio")
-		if err != nil {
-			return nil, err
-		}
-		ip.stdio = stdio
-		ip.child = append(ip.child, stdioChild) // FDStdio
-		inR, inW, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		ip.ctlW = inW
-		ip.child = append(ip.child, inR)
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		ip.ctlR = outR
-		ip.child = append(ip.child, outW)
 	}
 	ok = true
 	return ip, nil
@@ -200,13 +168,11 @@ func newInitProc(f spawnFor) (*initProc, error) {
 
 // newCmd is the init's command, for one attempt to start it.
 func (ip *initProc) newCmd() *exec.Cmd {
-	c := ip.child // sync, ready, broker[, stdio, ctl in, ctl out]
-	argv := initspawn.Argv()
-	cmd := &exec.Cmd{Path: initspawn.Path, Args: argv, Env: initspawn.Env(ip.base)}
-	cmd.ExtraFiles = []*os.File{c[0], c[1], ip.exeFile, c[2]} // FDSync, FDReady, FDExe, FDBroker
+	ch := &initspawn.Channels{Child: ip.child}
+	cmd := &exec.Cmd{Path: initspawn.Path, Args: initspawn.Argv(), Env: initspawn.Env(ip.base), ExtraFiles: ch.ExtraFiles(ip.exeFile)}
 	if ip.serve {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, c[3]) // FDStdio
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = c[4], c[5], ip.stderr
+		stdin, stdout := ch.Session()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, ip.stderr
 	} else if ip.io3 != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = ip.io3.in, ip.io3.out, ip.io3.err
 	}

@@ -641,28 +641,6 @@ func usernsError(err error) error {
 	return fmt.Errorf("native: starting the sandbox init: %w", err)
 }
 
-// brokerPair makes the egress broker connection: dsh keeps one end, the
-// init inherits the other. No socket file exists, so nothing on the host
-// leads to this world's proxy.
-func brokerPair() (*net.UnixConn, *os.File, error) {
-	return socketPair(syscall.SOCK_STREAM, "egress broker")
-}
-
-// socketPair makes a connected pair of unix sockets of type typ: dsh's
-// end as a connection, the init's as a file for it to inherit.
-func socketPair(typ int, name string) (*net.UnixConn, *os.File, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, typ|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("native: %s: %w", name, err)
-	}
-	c, err := fileUnixConn(os.NewFile(uintptr(fds[0]), name))
-	if err != nil {
-		syscall.Close(fds[1])
-		return nil, nil, fmt.Errorf("native: %s: %w", name, err)
-	}
-	return c, os.NewFile(uintptr(fds[1]), name+" (init)"), nil
-}
-
 // fileUnixConn takes over f, a unix socket, as a connection (f is closed).
 func fileUnixConn(f *os.File) (*net.UnixConn, error) {
 	defer f.Close()

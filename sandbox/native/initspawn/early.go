@@ -213,53 +213,23 @@ func removeGroups(dirs []string) {
 // spawn makes the init's descriptors and starts it from exe, born in
 // e.Groups where there are some, and writes its id maps.
 func (e *Early) spawn(exe *os.File) bool {
-	var child, mine []*os.File
-	ok := false
-	defer func() {
-		closeFiles(child)
-		if !ok {
-			closeFiles(mine)
-		}
-	}()
-	pair := func(typ int, name string) (*os.File, *os.File, error) {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, typ|syscall.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		return os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name), nil
-	}
-	writeEnd := func(r, w *os.File, err error) (*os.File, *os.File, error) { return w, r, err }
-	// ends keeps dsh's end and the init's of one channel, for closing.
-	failed := false
-	ends := func(ours, theirs *os.File, err error) (*os.File, *os.File) {
-		if err != nil {
-			failed = true
-			return nil, nil
-		}
-		mine, child = append(mine, ours), append(child, theirs)
-		return ours, theirs
-	}
-	syncW, syncR := ends(pair(syscall.SOCK_SEQPACKET, "sync"))
-	readyR, readyW := ends(os.Pipe())
-	broker, brokerChild := ends(pair(syscall.SOCK_STREAM, "egress broker"))
-	stdio, stdioChild := ends(pair(syscall.SOCK_SEQPACKET, "stdio"))
-	inW, inR := ends(writeEnd(os.Pipe())) // the pid1 session: dsh writes
-	outR, outW := ends(os.Pipe())         // and reads
-	if failed {
+	ch, err := NewChannels(true)
+	if err != nil {
 		return false
 	}
+	defer ch.CloseChild()
 	stderr := os.Stderr // the init's step timings
 	if !e.Trace {
-		var err error
 		if stderr, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
+			ch.Close()
 			return false
 		}
-		child = append(child, stderr)
+		defer stderr.Close()
 	}
+	stdin, stdout := ch.Session()
 	attr := &os.ProcAttr{
-		Env: Env(e.Base),
-		// 0-2, then FDSync, FDReady, FDExe, FDBroker, FDStdio.
-		Files: []*os.File{inR, outW, stderr, syncR, readyW, exe, brokerChild, stdioChild},
+		Env:   Env(e.Base),
+		Files: append([]*os.File{stdin, stdout, stderr}, ch.ExtraFiles(exe)...),
 		Sys:   Attr(e.Mapped, -1),
 	}
 	var p *os.Process
@@ -270,17 +240,17 @@ func (e *Early) spawn(exe *os.File) bool {
 		}
 		return p.Pid, nil
 	}, func(pid int) error {
-		return MapIDs(pid, syncW, e.Mapped, e.UID, e.GID)
+		return MapIDs(pid, ch.Sync, e.Mapped, e.UID, e.GID)
 	}, func() {
 		_ = p.Kill()
 		_, _ = p.Wait()
 	})
 	if err != nil {
+		ch.Close()
 		return false
 	}
 	e.Process, e.BornIn = p, born
-	e.Sync, e.Ready, e.Broker, e.Stdio, e.CtlW, e.CtlR = syncW, readyR, broker, stdio, inW, outR
-	ok = true
+	e.Sync, e.Ready, e.Broker, e.Stdio, e.CtlW, e.CtlR = ch.Sync, ch.Ready, ch.Broker, ch.Stdio, ch.CtlW, ch.CtlR
 	return true
 }
 
