@@ -3,6 +3,7 @@ package native
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/dsh-dev/dsh/internal/testenv"
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
+	"github.com/dsh-dev/dsh/sandbox/pid1"
 )
 
 func openWorld(t *testing.T, spec *sandbox.Spec) *instance {
@@ -175,6 +177,31 @@ func TestCloseKillsEverythingAndRemovesTheCgroup(t *testing.T) {
 	}
 	if _, err := in.Start(ctx, sandbox.ProcessSpec{Argv: []string{"true"}}); err != ErrClosed {
 		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+}
+
+// A process still running when its world closes ends with ErrClosed, as
+// Close says, never as a lost connection: Close kills the init before it
+// closes the connection (stop), and the client is closing by then.
+func TestCloseEndsRunningProcessesWithErrClosed(t *testing.T) {
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	spec := sandbox.DefaultSpec(t.TempDir())
+	for i := 0; i < 10; i++ { // the race it guards against is lost in about one round of five
+		in := openWorld(t, spec)
+		p, err := in.Start(context.Background(), sandbox.ProcessSpec{Argv: []string{"sh", "-c", "echo started; exec sleep 1000"}, Env: spec.Env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line, _ := bufio.NewReader(p.Stdout()).ReadString('\n'); line != "started\n" {
+			t.Fatalf("got %q", line)
+		}
+		if err := in.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if _, err := p.Wait(); !errors.Is(err, pid1.ErrClosed) {
+			t.Fatalf("round %d: Wait after Close = %v, want pid1.ErrClosed", i, err)
+		}
 	}
 }
 

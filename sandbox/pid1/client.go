@@ -78,6 +78,18 @@ func (c *Client) Close() error {
 	return c.closeErr
 }
 
+// CloseAfter is Close for a driver that ends the init itself: end (its
+// SIGKILL) runs first, with the client already closing, so a process cut
+// off reports ErrClosed as after Close. The init then dies without the
+// shutdown a closed connection would start in it (killing what it
+// started, finding its children, reaping them), which its death as PID 1
+// of the pid namespace does anyway.
+func (c *Client) CloseAfter(end func()) error {
+	c.closed.Store(true)
+	end()
+	return c.Close()
+}
+
 // lostErr is the error for a connection that ended under a process.
 func (c *Client) lostErr() error {
 	if c.closed.Load() {
