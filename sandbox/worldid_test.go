@@ -19,3 +19,20 @@ func TestReserveWorldID(t *testing.T) {
 		}
 	}
 }
+
+// A driver opened with an ID (execworld names every world it opens)
+// mints none: the reservation is left to the world it was made for.
+func TestResolveWithAnIDLeavesTheReservation(t *testing.T) {
+	r := ReserveWorldID()
+	defer NewWorldID() // takes it, whatever the outcome
+	id, _, err := (&OpenOptions{ID: "named"}).Resolve(&Spec{})
+	if err != nil || id != "named" {
+		t.Fatalf("Resolve with ID %q = %q, %v; want that ID", "named", id, err)
+	}
+	if got := NewWorldID(); got != r {
+		t.Errorf("NewWorldID after Resolve with an ID = %q, want the reservation %q", got, r)
+	}
+	if id, _, err := (&OpenOptions{}).Resolve(&Spec{}); err != nil || CheckWorldID(id) != nil {
+		t.Errorf("Resolve without an ID = %q, %v; want a fresh, valid ID", id, err)
+	}
+}
