@@ -307,18 +307,27 @@ func anyAlive(pids []int) bool {
 
 // Every thread of the init itself is confined, whichever way it got
 // there: execve from one confined thread (cgo linked) or all threads at
-// once (no cgo, as dsh is built).
+// once (no cgo, as dsh is built). Each holds the ids the world's
+// processes run as, which are the init's own.
 func TestInitThreadsAreConfined(t *testing.T) {
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
 	spec := sandbox.DefaultSpec(t.TempDir())
 	in := openWorld(t, spec)
-	out, errOut, st := run(t, in, spec.Env, "sh", "-c", `tr '\0' ' ' </proc/1/cmdline; echo
-for s in /proc/1/task/*/status; do grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' $s; done | sort | uniq -c`)
+	out, errOut, st := run(t, in, spec.Env, "sh", "-c", `grep -E '^(Uid|Gid|Groups):' /proc/self/status | tr '\t\n' ' |'; echo
+tr '\0' ' ' </proc/1/cmdline; echo
+for s in /proc/1/task/*/status; do grep -E '^(Uid|Gid|Groups|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' $s; done | sort | uniq -c`)
 	if st.Code != 0 {
 		t.Fatalf("%v: %s", st, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
+	worldIDs := map[string]string{} // Uid: → "0 0 0 0", as the world's shell has them
+	for _, l := range strings.Split(lines[0], "|") {
+		if f := strings.Fields(l); len(f) > 0 {
+			worldIDs[f[0]] = strings.Join(f[1:], " ")
+		}
+	}
+	lines = lines[1:]
 	cmdline := lines[0]
 	if wantServe := !nsinit.AllThreadsAvailable(); strings.HasSuffix(cmdline, nsinit.StageServe+" ") != wantServe {
 		t.Errorf("init command line %q; re-executed stage 2 = %v, want %v", cmdline, !wantServe, wantServe)
@@ -334,6 +343,10 @@ for s in /proc/1/task/*/status; do grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewP
 			t.Errorf("only %d of %d threads of the init have %q", n, threads, strings.Join(f[1:], " "))
 		}
 		switch f[1] {
+		case "Uid:", "Gid:", "Groups:":
+			if got, want := strings.Join(f[2:], " "), worldIDs[f[1]]; got != want {
+				t.Errorf("init thread %s %q, want the world's %q", f[1], got, want)
+			}
 		case "NoNewPrivs:":
 			if f[2] != "1" {
 				t.Errorf("init thread: %s", l)
@@ -348,7 +361,7 @@ for s in /proc/1/task/*/status; do grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewP
 			}
 		}
 	}
-	if threads < 2 || len(lines) != 7 {
+	if threads < 2 || len(lines) != 10 || len(worldIDs) != 3 {
 		t.Errorf("init threads report:\n%s", out)
 	}
 }

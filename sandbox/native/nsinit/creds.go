@@ -141,11 +141,21 @@ func dropPrivileges(sys syscaller, uid, gid uint32, groups []uint32) error {
 	return nil
 }
 
-// setIdentity switches this thread to uid/gid. The supplementary groups
-// are replaced only where the user namespace allows setgroups (a root
-// caller); an unprivileged caller's map denies it and keeps none mapped.
+// setIdentity switches the threads sys reaches to uid/gid. The
+// supplementary groups are replaced only where the user namespace allows
+// setgroups (a root caller); an unprivileged caller's map denies it and
+// keeps none mapped.
+//
+// An id the calling thread already holds is left as it is. Every earlier
+// change of the init's ids was made on all of its threads at once (the
+// syscall package's calls in awaitIDs), so the calling thread's ids are
+// every thread's; and the ids a world runs as are most often those the
+// init already took (uid and gid 0 of a root caller's namespace, the
+// caller's own otherwise). An all-threads call that changes nothing would
+// still signal every thread and wait for each, ~70 µs on the critical path
+// of a world's start. TestInitThreadsAreConfined reads every thread's ids.
 func setIdentity(sys syscaller, uid, gid uint32, groups []uint32) error {
-	if setgroupsAllowed() {
+	if setgroupsAllowed() && !holdsGroups(groups) {
 		var p unsafe.Pointer
 		if len(groups) > 0 {
 			p = unsafe.Pointer(&groups[0])
@@ -154,13 +164,40 @@ func setIdentity(sys syscaller, uid, gid uint32, groups []uint32) error {
 			return fmt.Errorf("setting supplementary groups: %w", e)
 		}
 	}
-	if _, _, e := sys(unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
-		return fmt.Errorf("setting gid %d: %w", gid, e)
+	if !holdsID(unix.Getresgid, gid) {
+		if _, _, e := sys(unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+			return fmt.Errorf("setting gid %d: %w", gid, e)
+		}
 	}
-	if _, _, e := sys(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
-		return fmt.Errorf("setting uid %d: %w", uid, e)
+	if !holdsID(unix.Getresuid, uid) {
+		if _, _, e := sys(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+			return fmt.Errorf("setting uid %d: %w", uid, e)
+		}
 	}
 	return nil
+}
+
+// holdsID reports whether the real, effective and saved ids get returns
+// for the calling thread are all id.
+func holdsID(get func() (int, int, int), id uint32) bool {
+	r, e, s := get()
+	return r == int(id) && e == int(id) && s == int(id)
+}
+
+// holdsGroups reports whether the calling thread's supplementary groups
+// are exactly groups, in order (the kernel keeps them sorted; a list in
+// another order is set again, harmlessly).
+func holdsGroups(groups []uint32) bool {
+	have, err := unix.Getgroups()
+	if err != nil || len(have) != len(groups) {
+		return false
+	}
+	for i, g := range have {
+		if uint32(g) != groups[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func setgroupsAllowed() bool {
