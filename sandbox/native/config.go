@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -113,17 +114,26 @@ func expandMasks(masks []string, root bool) []string {
 	return out
 }
 
+// homeDirs returns the invoking user's homes ($HOME, the password
+// database's, and under sudo the one of the user who ran it), each once:
+// $HOME is most often the database's, and each home costs expandMasks a
+// resolution of every "~" mask.
 func homeDirs() []string {
 	var homes []string
-	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
-		homes = append(homes, h)
+	add := func(h string) {
+		if h != "" && !slices.Contains(homes, h) {
+			homes = append(homes, h)
+		}
 	}
-	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" {
-		homes = append(homes, u.HomeDir)
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		add(h)
+	}
+	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil {
+		add(u.HomeDir)
 	}
 	if id := os.Getenv("SUDO_UID"); id != "" && os.Getuid() == 0 {
-		if u, err := user.LookupId(id); err == nil && u.HomeDir != "" {
-			homes = append(homes, u.HomeDir)
+		if u, err := user.LookupId(id); err == nil {
+			add(u.HomeDir)
 		}
 	}
 	return homes

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,5 +146,19 @@ func TestInitspawnStateDirsAreSandboxs(t *testing.T) {
 		if got, want := initspawn.StateDirs(uid), sandbox.StateDirs(uid); !slices.Equal(got, want) {
 			t.Errorf("initspawn.StateDirs(%d) = %q, sandbox.StateDirs = %q", uid, got, want)
 		}
+	}
+}
+
+// Each home is listed once, however many sources name it: $HOME is most
+// often the password database's home, and expandMasks resolves every "~"
+// mask in each home listed.
+func TestHomeDirsListsEachHomeOnce(t *testing.T) {
+	u, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil || u.HomeDir == "" {
+		t.Skipf("no home in the password database for uid %d: %v", os.Getuid(), err)
+	}
+	t.Setenv("HOME", u.HomeDir)
+	if got := homeDirs(); !slices.Equal(got, []string{u.HomeDir}) {
+		t.Errorf("homeDirs() with HOME the database's %s = %q, want it once", u.HomeDir, got)
 	}
 }
