@@ -70,6 +70,10 @@ func assembleFilter(noSysVShm bool) ([]unix.SockFilter, error) {
 			return nil, fmt.Errorf("assembling the seccomp filter: no number for the denied syscall %s on %s", name, runtime.GOARCH)
 		}
 	}
+	if len(denied) > 255 {
+		// A jump skips at most 255 instructions (below).
+		return nil, fmt.Errorf("assembling the seccomp filter: %d denied syscalls, at most 255", len(denied))
+	}
 	eperm := uint32(unix.SECCOMP_RET_ERRNO | unix.EPERM)
 	enosys := uint32(unix.SECCOMP_RET_ERRNO | unix.ENOSYS)
 	prog := []bpf.Instruction{
