@@ -1,43 +1,26 @@
 package native
 
 import (
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/dsh-dev/dsh/internal/seccomptest"
 	"github.com/dsh-dev/dsh/sandbox"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
-// runFilter runs prog in the BPF interpreter on the call nr(args...) made
-// through the ABI arch. The kernel loads seccomp_data's words in native
-// (little-endian) order, the interpreter in network order: each word is
-// stored big-endian here.
+// runFilter runs prog in the BPF interpreter on the call nr(args...)
+// made through the ABI arch.
 func runFilter(t *testing.T, prog []unix.SockFilter, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
 	raw := make([]bpf.RawInstruction, len(prog))
 	for i, in := range prog {
 		raw[i] = bpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}
 	}
-	insts, ok := bpf.Disassemble(raw)
-	if !ok {
-		t.Fatal("the filter does not disassemble")
-	}
-	vm, err := bpf.NewVM(insts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := make([]byte, 64) // struct seccomp_data
-	binary.BigEndian.PutUint32(data[0:], nr)
-	binary.BigEndian.PutUint32(data[4:], arch)
-	for i, a := range args {
-		binary.BigEndian.PutUint32(data[16+8*i:], uint32(a))
-		binary.BigEndian.PutUint32(data[16+8*i+4:], uint32(a>>32))
-	}
-	v, err := vm.Run(data)
+	v, err := seccomptest.VM(t, raw).Run(seccomptest.Data(arch, nr, args...))
 	if err != nil {
 		t.Fatal(err)
 	}

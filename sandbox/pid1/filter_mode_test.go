@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"testing"
 
-	"golang.org/x/net/bpf"
+	"github.com/dsh-dev/dsh/internal/seccomptest"
 	"golang.org/x/sys/unix"
 )
 
@@ -49,10 +49,7 @@ func TestWorldFilterModes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vm, err := bpf.NewVM(disassemble(t, raw))
-		if err != nil {
-			t.Fatal(err)
-		}
+		vm := seccomptest.VM(t, raw)
 		for _, c := range cases {
 			got, err := vm.Run(seccompData(c.nr, c.args...))
 			if err != nil || uint32(got) != c.want {

@@ -1,27 +1,17 @@
 package pid1
 
 import (
-	"encoding/binary"
 	"runtime"
 	"testing"
 
-	"golang.org/x/net/bpf"
+	"github.com/dsh-dev/dsh/internal/seccomptest"
 	"golang.org/x/sys/unix"
 )
 
 // seccompData is struct seccomp_data for nr and args on this
-// (little-endian) architecture, as the filter's 32-bit loads see it. The
-// kernel loads words in native order; x/net/bpf's interpreter, made for
-// packets, in network order, so each word is stored big-endian here.
+// architecture (seccomptest.Data).
 func seccompData(nr uint32, args ...uint64) []byte {
-	b := make([]byte, 64)
-	binary.BigEndian.PutUint32(b[offNr:], nr)
-	binary.BigEndian.PutUint32(b[offArch:], auditArch[runtime.GOARCH])
-	for i, a := range args {
-		binary.BigEndian.PutUint32(b[offArg0+8*i:], uint32(a))
-		binary.BigEndian.PutUint32(b[offArg0+8*i+4:], uint32(a>>32))
-	}
-	return b
+	return seccomptest.Data(auditArch[runtime.GOARCH], nr, args...)
 }
 
 // TestWorldFilter runs the assembled filter in the BPF interpreter on the
@@ -73,10 +63,7 @@ func TestWorldFilter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vm, err := bpf.NewVM(disassemble(t, raw))
-		if err != nil {
-			t.Fatal(err)
-		}
+		vm := seccomptest.VM(t, raw)
 		for _, c := range cases {
 			want := c.want
 			if unixSockets {
@@ -88,19 +75,9 @@ func TestWorldFilter(t *testing.T) {
 			}
 		}
 		// Another architecture's calls are killed.
-		other := seccompData(unix.SYS_GETPID)
-		binary.BigEndian.PutUint32(other[offArch:], unix.AUDIT_ARCH_I386)
+		other := seccomptest.Data(unix.AUDIT_ARCH_I386, unix.SYS_GETPID)
 		if got, _ := vm.Run(other); uint32(got) != retKill {
 			t.Errorf("a call of another architecture: %#x, want kill", got)
 		}
 	}
-}
-
-func disassemble(t *testing.T, raw []bpf.RawInstruction) []bpf.Instruction {
-	t.Helper()
-	insts, ok := bpf.Disassemble(raw)
-	if !ok {
-		t.Fatal("the filter does not disassemble")
-	}
-	return insts
 }
