@@ -48,7 +48,7 @@ func BenchmarkDecideURL(b *testing.B) {
 // private prefixes.
 var baselinePrefixes = func() []netip.Prefix {
 	var ps []netip.Prefix
-	for _, tab := range [][]specialRow{specialV4, specialV6} {
+	for _, tab := range [][]specialRow{specials().v4, specials().v6} {
 		for _, r := range tab {
 			ps = append(ps, r.Prefix)
 		}

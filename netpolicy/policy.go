@@ -310,13 +310,14 @@ func (p *Policy) portsString() string {
 // address does not allocate.
 var embeddedText = sync.OnceValue(func() map[[2]*specialRow][2]string {
 	m := map[[2]*specialRow][2]string{}
-	for i := range specialV6 {
-		via := &specialV6[i]
+	t := specials()
+	for i := range t.v6 {
+		via := &t.v6[i]
 		if via.Embed == embedNone {
 			continue
 		}
-		for j := range specialV4 {
-			s := &specialV4[j]
+		for j := range t.v4 {
+			s := &t.v4[j]
 			m[[2]*specialRow{via, s}] = [2]string{
 				"special:" + via.Prefix.String() + ">" + s.Prefix.String(),
 				via.Name + " address (" + via.Prefix.String() + ") that embeds a " + s.reason,

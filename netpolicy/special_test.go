@@ -79,7 +79,7 @@ var registryWant = []struct {
 // other.
 func TestSpecialTableMatchesRegistry(t *testing.T) {
 	rows := map[netip.Prefix]*specialRow{}
-	for _, tab := range [][]specialRow{specialV4, specialV6} {
+	for _, tab := range [][]specialRow{specials().v4, specials().v6} {
 		for i := range tab {
 			r := &tab[i]
 			if r.Source == "" || r.Name == "" || (!r.Global && r.Why == "") {
@@ -115,7 +115,7 @@ func TestSpecialTableMatchesRegistry(t *testing.T) {
 // special row: each must be denied by that row or a more specific one.
 // Embedding rows are checked in TestEmbeddings.
 func TestClassifyEveryRow(t *testing.T) {
-	for _, tab := range [][]specialRow{specialV4, specialV6} {
+	for _, tab := range [][]specialRow{specials().v4, specials().v6} {
 		for i := range tab {
 			r := &tab[i]
 			if r.Global || r.Prefix == netip.MustParsePrefix("::ffff:0:0/96") {
