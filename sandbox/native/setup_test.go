@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,60 @@ echo done
 	}
 	if b, _ := os.ReadFile(secretFile); string(b) != "SECRET-TOKEN" {
 		t.Errorf("the sandbox changed a masked file on the host: %q", b)
+	}
+}
+
+// The read-only masks over directories show one empty tmpfs between
+// them, read-only down to its superblock: each is empty, refuses writes,
+// and is mounted ro, nosuid, nodev and noexec, as a tmpfs of its own was.
+func TestReadonlyDirectoryMasksShareOneEmptyTmpfs(t *testing.T) {
+	testenv.RequireUserNS(t)
+	var dirs []string
+	for range 3 {
+		d := hostTempDir(t)
+		if err := os.WriteFile(filepath.Join(d, "secret"), []byte("SECRET"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	spec := sandbox.DefaultSpec(t.TempDir())
+	spec.Masks = dirs
+	script := ""
+	for _, d := range dirs {
+		script += `d=` + d + `
+echo "$d files=$(ls -A $d | wc -l) dev=$(stat -c %d $d)"
+touch $d/new 2>/dev/null && echo "$d writable"
+awk -v d=$d '$5 == d { print d, "options", $6, "super", $NF }' /proc/self/mountinfo
+`
+	}
+	out, err := sh(t, spec, script)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	devs := map[string]bool{}
+	for _, d := range dirs {
+		var files, dev string
+		for _, line := range strings.Split(out, "\n") {
+			if f, ok := strings.CutPrefix(line, d+" files="); ok {
+				files, dev, _ = strings.Cut(f, " dev=")
+			}
+		}
+		if files != "0" {
+			t.Errorf("mask %s holds %q files, want none:\n%s", d, files, out)
+		}
+		devs[dev] = true
+		if strings.Contains(out, d+" writable") {
+			t.Errorf("mask %s is writable", d)
+		}
+		if !strings.Contains(out, d+" options ro,nosuid,nodev,noexec") {
+			t.Errorf("mask %s is not mounted ro,nosuid,nodev,noexec:\n%s", d, out)
+		}
+		if !regexp.MustCompile(regexp.QuoteMeta(d) + ` options \S+ super ro,`).MatchString(out) {
+			t.Errorf("mask %s's tmpfs is not read-only itself:\n%s", d, out)
+		}
+	}
+	if len(devs) != 1 {
+		t.Errorf("the masks show %d file systems, want one between them:\n%s", len(devs), out)
 	}
 }
 

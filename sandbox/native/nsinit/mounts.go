@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/dsh-dev/dsh/sandbox"
@@ -131,7 +132,7 @@ func buildRoot(c *Config, view *hostView) error {
 	var above []string
 	for _, m := range c.Masks {
 		if IsBelow(c.Workspace, m) || coversAny(c.Allow, m) {
-			mounted, err := mountMask(root, m, false)
+			mounted, err := mountMask(root, m, false, nil)
 			if err != nil {
 				return err
 			}
@@ -164,11 +165,13 @@ func buildRoot(c *Config, view *hostView) error {
 	if err := protectPaths(root, c); err != nil {
 		return err
 	}
+	empty := &emptyDir{fd: -1}
+	defer empty.close()
 	for _, m := range c.Masks {
 		if IsBelow(c.Workspace, m) || coversAny(c.Allow, m) {
 			continue
 		}
-		if _, err := mountMask(root, m, true); err != nil {
+		if _, err := mountMask(root, m, true, empty); err != nil {
 			return err
 		}
 	}
@@ -191,10 +194,14 @@ func IsBelow(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
+// maskTmpfs is the data of a mask's tmpfs.
+const maskTmpfs = "mode=0755,size=64k"
+
 // mountMask hides host path p: an empty tmpfs over a directory, /dev/null
 // over anything else. p is a real path (no symlinks), so the mount cannot
-// be redirected outside the new root.
-func mountMask(root, p string, readonly bool) (mounted bool, err error) {
+// be redirected outside the new root. A read-only mask over a directory
+// shows empty, when there is one, rather than a tmpfs of its own.
+func mountMask(root, p string, readonly bool, empty *emptyDir) (mounted bool, err error) {
 	target := filepath.Join(root, p)
 	fi, err := os.Lstat(target)
 	if err != nil {
@@ -203,11 +210,17 @@ func mountMask(root, p string, readonly bool) (mounted bool, err error) {
 		return false, nil
 	}
 	if fi.IsDir() {
+		if readonly && empty != nil {
+			if err := empty.attach(target); err != nil {
+				return false, fmt.Errorf("masking %s: %w", p, err)
+			}
+			return true, nil
+		}
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 		if readonly {
 			flags |= unix.MS_RDONLY
 		}
-		if err := unix.Mount("tmpfs", target, "tmpfs", flags, "mode=0755,size=64k"); err != nil {
+		if err := unix.Mount("tmpfs", target, "tmpfs", flags, maskTmpfs); err != nil {
 			return false, fmt.Errorf("masking %s: %w", p, err)
 		}
 		return true, nil
@@ -216,6 +229,71 @@ func mountMask(root, p string, readonly bool) (mounted bool, err error) {
 		return false, fmt.Errorf("masking %s: %w", p, err)
 	}
 	return true, nil
+}
+
+// emptyDir is one empty tmpfs, read-only from its creation, that the
+// read-only directory masks of a root show: the first mask is its mount
+// (fsmount), each other one a bind of that mount. A bind shares the
+// superblock, which nothing can ever write, and copies the mount's flags
+// (ro, nosuid, nodev, noexec), so every mask is what a tmpfs of its own
+// was. But a tmpfs is a superblock, set up after the world's release and
+// torn down as it ends, both on the critical path of a world's start and
+// close; a bind is a mount.
+type emptyDir struct {
+	fd int // the first mask's mount, -1 until it is made
+}
+
+// attach mounts the empty directory on target.
+func (e *emptyDir) attach(target string) error {
+	if e.fd >= 0 {
+		// Through the descriptor's link in /proc, which names the first
+		// mask's mount itself, not its path: nothing can redirect it.
+		return unix.Mount("/proc/self/fd/"+strconv.Itoa(e.fd), target, "", unix.MS_BIND, "")
+	}
+	fd, err := newEmptyTmpfs()
+	if err != nil {
+		return err
+	}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	e.fd = fd
+	return nil
+}
+
+func (e *emptyDir) close() {
+	if e.fd >= 0 {
+		unix.Close(e.fd)
+		e.fd = -1
+	}
+}
+
+// newEmptyTmpfs is a detached mount of a new tmpfs whose superblock is
+// read-only, and the mount too, nosuid, nodev and noexec.
+func newEmptyTmpfs() (int, error) {
+	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsopen: %w", err)
+	}
+	defer unix.Close(fsfd)
+	for _, kv := range strings.Split("source=tmpfs,"+maskTmpfs, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := unix.FsconfigSetString(fsfd, k, v); err != nil {
+			return -1, fmt.Errorf("tmpfs option %s: %w", kv, err)
+		}
+	}
+	if err := unix.FsconfigSetFlag(fsfd, "ro"); err != nil {
+		return -1, fmt.Errorf("tmpfs option ro: %w", err)
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return -1, fmt.Errorf("creating a tmpfs: %w", err)
+	}
+	fd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsmount: %w", err)
+	}
+	return fd, nil
 }
 
 // bindReadonly binds the host inode src (a device node, /dev/null over a
@@ -291,7 +369,7 @@ func mountProc(root string) error {
 		}
 	}
 	for _, p := range procMasks {
-		if _, err := mountMask(proc, "/"+p, true); err != nil {
+		if _, err := mountMask(proc, "/"+p, true, nil); err != nil {
 			return err
 		}
 	}
