@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-dev/dsh/sandbox"
 	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 	"github.com/dsh-dev/dsh/sandbox/native/nsinit"
+	"github.com/dsh-dev/dsh/sandbox/pid1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -335,11 +336,13 @@ func Prestart() {
 	prestart.done = done
 	// The seccomp program of a world of this caller, ready for its plan
 	// (an unprivileged caller's refuses System V shared memory), and
-	// encoding/json's caches of the Config's types for its release: made
-	// once the init is spawned, which needs the second core first.
+	// encoding/json's caches of the Config's types for its release and of
+	// pid1's messages for its first process: made once the init is
+	// spawned, which needs the second core first.
 	warm := func() {
 		_, _ = filterProgram(os.Geteuid() != 0)
 		_, _ = (&nsinit.Config{}).Encode()
+		_ = pid1.WarmCodec()
 	}
 	if e := initspawn.Take(); e != nil {
 		// Reserved now, before anything else of the process mints an

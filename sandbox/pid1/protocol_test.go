@@ -63,3 +63,12 @@ func FuzzReadMessage(f *testing.F) {
 		}
 	})
 }
+
+// WarmCodec's messages are ones the protocol carries: each it writes, it
+// reads back, so the caches it builds are those a world's first Start
+// uses.
+func TestWarmCodecRoundTrips(t *testing.T) {
+	if err := WarmCodec(); err != nil {
+		t.Fatalf("WarmCodec: %v", err)
+	}
+}
