@@ -277,21 +277,31 @@ func newEmptyTmpfs() (int, error) {
 		return -1, fmt.Errorf("fsopen: %w", err)
 	}
 	defer unix.Close(fsfd)
-	for _, kv := range strings.Split("source=tmpfs,"+maskTmpfs, ",") {
+	return fsmountTmpfs(fsfd, "source=tmpfs,"+maskTmpfs, true, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+}
+
+// fsmountTmpfs configures fsfd, a tmpfs context from fsopen, with data
+// (k=v options, comma-separated, as mount(2) takes them) and, with
+// readonly, a read-only superblock; creates the tmpfs and returns its
+// detached mount (fsmount) with the mount attributes attr.
+func fsmountTmpfs(fsfd int, data string, readonly bool, attr int) (int, error) {
+	for _, kv := range strings.Split(data, ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		if err := unix.FsconfigSetString(fsfd, k, v); err != nil {
 			return -1, fmt.Errorf("tmpfs option %s: %w", kv, err)
 		}
 	}
-	if err := unix.FsconfigSetFlag(fsfd, "ro"); err != nil {
-		return -1, fmt.Errorf("tmpfs option ro: %w", err)
+	if readonly {
+		if err := unix.FsconfigSetFlag(fsfd, "ro"); err != nil {
+			return -1, fmt.Errorf("tmpfs option ro: %w", err)
+		}
 	}
 	if err := unix.FsconfigCreate(fsfd); err != nil {
 		return -1, fmt.Errorf("creating a tmpfs: %w", err)
 	}
-	fd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	fd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, attr)
 	if err != nil {
-		return -1, fmt.Errorf("fsmount: %w", err)
+		return -1, fmt.Errorf("mounting a tmpfs: %w", err)
 	}
 	return fd, nil
 }

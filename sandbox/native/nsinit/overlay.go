@@ -47,18 +47,9 @@ func mountOverlay(c *Config, ws string) error {
 		return unavailable("create the overlay workspace's upper tmpfs (fsopen)", err, "the overlay workspace needs Linux 5.11 or newer; use --workspace-mode rw or ro")
 	}
 	defer unix.Close(fsfd)
-	for _, kv := range strings.Split(sandbox.OverlayTmpfsData(c.OverlaySize), ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		if err := unix.FsconfigSetString(fsfd, k, v); err != nil {
-			return fmt.Errorf("overlay upper tmpfs option %s: %w", kv, err)
-		}
-	}
-	if err := unix.FsconfigCreate(fsfd); err != nil {
-		return fmt.Errorf("creating the overlay upper tmpfs: %w", err)
-	}
-	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	mfd, err := fsmountTmpfs(fsfd, sandbox.OverlayTmpfsData(c.OverlaySize), false, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
-		return fmt.Errorf("mounting the overlay upper tmpfs: %w", err)
+		return fmt.Errorf("the overlay's upper tmpfs: %w", err)
 	}
 	c.upperFD = mfd
 	// The merged root takes the upper root's owner and mode: the
