@@ -41,6 +41,11 @@ type worldCgroup interface {
 	dirFD() int
 	// setPids changes the pids limit.
 	setPids(n int64) error
+	// forkGroup is the tasks file of the world's processes' own group,
+	// which limit made with exactly their pids limit (cgroup v1), for the
+	// init's forking thread to join (pid1.Config.ForkGroup); nil where
+	// there is none (cgroup v2, or no pids limit).
+	forkGroup() *os.File
 	// destroy kills every process in the cgroup and removes it.
 	destroy() error
 	// freeze and thaw stop and restart every process in the cgroup
@@ -51,11 +56,19 @@ type worldCgroup interface {
 	killFrozen()
 }
 
-// pidsReserve is added to a world's pids limit while the init starts its
-// threads (nsinit.InitThreads and the runtime's few). Once it serves, the driver
-// lowers the limit to the Spec's plus the threads the init really has
-// (fitPids), so the world's processes get exactly what the Spec names.
+// pidsReserve is added to a world's pids limit for the init's threads.
+// On cgroup v1 the world's processes have a group of their own inside,
+// procsGroup, limited to exactly what the Spec names, and the reserve is
+// the room of the init's runtime to start threads whenever it needs
+// them. Where the init shares a group with them (v2), the reserve holds
+// it while it starts its idle threads (nsinit.InitThreads and the
+// runtime's few); once it serves, the driver lowers the limit to the
+// Spec's plus the threads the init really has (fitPids).
 const pidsReserve = nsinit.InitThreads + 16
+
+// procsGroup is the world's processes' group in a world's cgroup v1 pids
+// hierarchy (cgroupV1.limit).
+const procsGroup = "procs"
 
 // limits keeps the controllers the native driver sets (memory, pids,
 // cpu) and reports whether any limit is requested at all. The values
@@ -223,10 +236,15 @@ type cgroupV1 struct {
 	// dirs are the group's directories, one per hierarchy, in the order
 	// removeEmpty removes them: freezer first, memory last.
 	dirs []string
+	// procs is the world's processes' group in the pids hierarchy, made
+	// by limit, and tasks its tasks file (nil until then).
+	procs string
+	tasks *os.File
 }
 
 func newCgroupV1(c cgroup1.Cgroup, parent, id string) *cgroupV1 {
-	return &cgroupV1{c: c, dirs: initspawn.V1Dirs(func(string) string { return filepath.Join(parent, id) })}
+	return &cgroupV1{c: c, dirs: initspawn.V1Dirs(func(string) string { return filepath.Join(parent, id) }),
+		procs: filepath.Join(cgroupRoot, "pids", parent, id, procsGroup)}
 }
 
 // add moves pid into the group by writing its cgroup.procs in every
@@ -242,8 +260,37 @@ func (g *cgroupV1) add(pid int) error {
 	return nil
 }
 
-// limit gives the group the limits r.
-func (g *cgroupV1) limit(r *specs.LinuxResources) error { return g.c.Update(r) }
+// limit gives the group the limits r. With a pids limit it makes the
+// world's processes' group inside, limited to exactly the Spec's (r's
+// without the reserve) plus the one thread of the init that forks them
+// there, and opens its tasks file for that thread (forkGroup): a
+// thread's children start in its group, and the kernel checks the
+// group's limit at the fork. The init's other threads stay outside, in
+// the reserve, which the processes cannot reach.
+func (g *cgroupV1) limit(r *specs.LinuxResources) error {
+	if err := g.c.Update(r); err != nil {
+		return err
+	}
+	if r.Pids == nil || r.Pids.Limit == nil || g.tasks != nil {
+		return nil
+	}
+	if err := os.Mkdir(g.procs, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	forker := int64(1)
+	max := strconv.FormatInt(*r.Pids.Limit-pidsReserve+forker, 10)
+	if err := os.WriteFile(filepath.Join(g.procs, "pids.max"), []byte(max), 0); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(g.procs, "tasks"), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	g.tasks = f
+	return nil
+}
+
+func (g *cgroupV1) forkGroup() *os.File { return g.tasks }
 
 func (g *cgroupV1) dirFD() int { return -1 }
 
@@ -255,6 +302,10 @@ func (g *cgroupV1) setPids(n int64) error {
 // killed, SIGKILLs every member, thaws it so the kills are delivered, and
 // removes it once empty.
 func (g *cgroupV1) destroy() error {
+	if g.tasks != nil {
+		g.tasks.Close()
+		g.tasks = nil
+	}
 	if g.removeEmpty() {
 		// Already empty: the usual case, the init's death emptied it.
 		return nil
@@ -295,7 +346,7 @@ func killMembers(procs []cgroup1.Process) {
 // goes on with freeze-and-kill, which finds stragglers in the memory
 // group, and the library's Delete skips hierarchies already removed.
 func (g *cgroupV1) removeEmpty() bool {
-	for _, d := range g.dirs {
+	for _, d := range append([]string{g.procs}, g.dirs...) {
 		if err := syscall.Rmdir(d); err != nil && err != syscall.ENOENT {
 			return false
 		}
@@ -304,6 +355,7 @@ func (g *cgroupV1) removeEmpty() bool {
 }
 
 func (g *cgroupV1) remove() error {
+	_ = syscall.Rmdir(g.procs) // emptied with the rest; the library removes no child group
 	if err := g.c.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
 		return fmt.Errorf("native: removing cgroup: %w", err)
 	}
@@ -323,6 +375,8 @@ func (g *cgroupV2) limit(r *specs.LinuxResources) error { return g.m.Update(cgro
 func (g *cgroupV2) setPids(n int64) error {
 	return g.m.Update(&cgroup2.Resources{Pids: &cgroup2.Pids{Max: n}})
 }
+
+func (g *cgroupV2) forkGroup() *os.File { return nil }
 
 func (g *cgroupV2) dirFD() int {
 	if g.fd < 0 {

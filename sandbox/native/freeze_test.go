@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,23 +44,6 @@ func counterValue(b []byte) (int, bool) {
 		n = n*10 + int(c-'0')
 	}
 	return n, s != ""
-}
-
-// cgroupPids lists the host pids in a world's cgroup (v1: its pids
-// hierarchy).
-func cgroupPids(id string) []int {
-	p := filepath.Join(cgroupRoot, cgroupParent, id, "cgroup.procs")
-	if !unified() {
-		p = filepath.Join(cgroupRoot, "pids", cgroupParent, id, "cgroup.procs")
-	}
-	b, _ := os.ReadFile(p)
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
 }
 
 // frozenState is what the kernel reports of a world cgroup's freezer:
@@ -104,7 +86,7 @@ func TestFreezeStopsTheWorldAndCloseWhileFrozenLeavesNothing(t *testing.T) {
 	id := in.l.id
 	var pids []int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if pids = cgroupPids(id); len(pids) >= 3 { // init, counter, sleeper
+		if pids = worldPids(id); len(pids) >= 3 { // init, counter, sleeper
 			break
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -105,16 +106,22 @@ func TestEgressGoesThroughTheForwarder(t *testing.T) {
 	}
 }
 
-// worldPids lists the host pids in a world's cgroup (v1 pids hierarchy).
-func worldPids(t *testing.T, id string) []int {
-	b, err := os.ReadFile(filepath.Join(cgroupRoot, "pids", cgroupParent, id, "cgroup.procs"))
-	if err != nil {
-		return nil
+// worldPids lists the host pids in a world's cgroup, each once: on v1,
+// of its pids hierarchy, the world's group and its processes' group.
+func worldPids(id string) []int {
+	dirs := []string{filepath.Join(cgroupRoot, cgroupParent, id)}
+	if !unified() {
+		dir := filepath.Join(cgroupRoot, "pids", cgroupParent, id)
+		dirs = []string{dir, filepath.Join(dir, procsGroup)}
 	}
 	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		n, _ := strconv.Atoi(f)
-		pids = append(pids, n)
+	for _, d := range dirs {
+		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil && !slices.Contains(pids, n) {
+				pids = append(pids, n)
+			}
+		}
 	}
 	return pids
 }
@@ -152,7 +159,7 @@ func TestCloseKillsEverythingAndRemovesTheCgroup(t *testing.T) {
 	id := in.l.id
 	var pids []int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if pids = worldPids(t, id); len(pids) >= 3 { // init + two sleepers
+		if pids = worldPids(id); len(pids) >= 3 { // init + two sleepers
 			break
 		}
 	}
@@ -222,21 +229,53 @@ func TestPidsLimitStopsForkBomb(t *testing.T) {
 		return
 	}
 	cg := filepath.Join(cgroupRoot, "pids", cgroupParent, in.l.id)
-	cur, _ := os.ReadFile(filepath.Join(cg, "pids.current"))
-	if n, err := strconv.Atoi(strings.TrimSpace(string(cur))); err != nil || n > 32+pidsReserve {
-		t.Errorf("pids.current of the world = %q, want at most 32 + the init's reserve %d", cur, pidsReserve)
+	pidsFile := func(dir, name string) int64 {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatalf("%s of %s: %q", name, dir, b)
+		}
+		return n
+	}
+	current := pidsFile(cg, "pids.current")
+	if current > 32+pidsReserve {
+		t.Errorf("pids.current of the world = %d, want at most 32 + the init's reserve %d", current, pidsReserve)
+	}
+	// The init's runtime can still start threads: the processes, at their
+	// limit, left the world's room for them untouched.
+	if room := pidsFile(cg, "pids.max") - current; room < pidsReserve/2 {
+		t.Errorf("the world's pids limit leaves the init room for %d more threads with the processes at their limit, want at least %d", room, pidsReserve/2)
 	}
 	// The shell and its sleepers had exactly the 32 processes the Spec
 	// names — none taken by the init's threads. The shell has exited
 	// since its fork failed, so 31 sleepers remain besides the init.
-	if procs := worldPids(t, in.l.id); len(procs)-1 != 31 {
+	if procs := worldPids(in.l.id); len(procs)-1 != 31 {
 		t.Errorf("%d processes besides the init after the shell hit pids limit 32 and exited, want its 31 sleepers", len(procs)-1)
 	}
-	ev, _ := os.ReadFile(filepath.Join(cg, "pids.events"))
-	if strings.TrimSpace(string(ev)) == "max 0" {
-		t.Errorf("pids.events = %q: the limit was never hit", ev)
+	// The processes were refused in their own group, whose limit is the
+	// Spec's plus the init's one forking thread.
+	procs := filepath.Join(cg, procsGroup)
+	ev, _ := os.ReadFile(filepath.Join(procs, "pids.events"))
+	if strings.TrimSpace(string(ev)) == "max 0" || len(ev) == 0 {
+		t.Errorf("pids.events of the processes' group = %q: the limit was never hit there", ev)
 	}
-	// The init survived the bomb (it needs no new thread at the limit).
+	if got := pidsFile(procs, "pids.current"); got != 31+1 {
+		t.Errorf("pids.current of the processes' group = %d, want the 31 sleepers and the init's forking thread", got)
+	}
+	// Of the init's threads only the one that forks the processes is in
+	// their group.
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/cgroup", in.l.cmd.Process.Pid))
+	inProcs := 0
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), ":pids:/"+cgroupParent+"/"+in.l.id+"/"+procsGroup+"\n") {
+			inProcs++
+		}
+	}
+	if len(tasks) < 2 || inProcs != 1 {
+		t.Errorf("%d of the init's %d threads are in the processes' group, want its forking thread alone", inProcs, len(tasks))
+	}
+	// The init survived the bomb.
 	if err := syscall.Kill(in.l.cmd.Process.Pid, 0); err != nil {
 		t.Errorf("the init died under the fork bomb: %v", err)
 	}
@@ -264,7 +303,7 @@ func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
 	}
 	var pids []int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if pids = worldPids(t, id); len(pids) >= 2 {
+		if pids = worldPids(id); len(pids) >= 2 {
 			break
 		}
 	}

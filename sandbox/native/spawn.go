@@ -262,7 +262,7 @@ func (d *Driver) start(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Op
 		{"awaitReady", s.awaitReady},       // its verdict
 		{"placed", s.awaitPlaced},          // cgroup v1: the init is in its cgroup
 		{"receiveUpper", s.receiveUpper},   // an overlay workspace's upper layer
-		{"limitPids", s.limitPids},         // the pids limit, now the init's threads exist
+		{"limitPids", s.limitPids},         // v2, exec mode: the pids limit, now the init's threads exist
 	} {
 		if err := step.run(); err != nil {
 			s.l.cleanup()
@@ -524,7 +524,14 @@ func (s *starting) release() error {
 	if s.cfg.Trace {
 		s.cfg.TraceSpawn = s.ip.began.UnixNano()
 	}
-	if err := s.ip.release(s.cfg, s.trees); err != nil {
+	fds := s.trees
+	if s.serve && s.l.cg != nil {
+		if g := s.l.cg.forkGroup(); g != nil {
+			s.cfg.ForkGroup = true
+			fds = append(fds[:len(fds):len(fds)], int(g.Fd()))
+		}
+	}
+	if err := s.ip.release(s.cfg, fds); err != nil {
 		return fmt.Errorf("native: releasing the init: %w", err)
 	}
 	return nil
@@ -548,8 +555,12 @@ func (s *starting) receiveUpper() error {
 	return nil
 }
 
+// limitPids holds the world's processes to exactly the pids limit the
+// Spec names where they share a group with the init (cgroup v2, or exec
+// mode); on v1 a serving init forks them into a group of their own, which
+// has that limit already (cgroupV1.limit).
 func (s *starting) limitPids() error {
-	if s.l.cg == nil || s.res == nil || s.res.Pids == nil {
+	if s.l.cg == nil || s.res == nil || s.res.Pids == nil || s.cfg.ForkGroup {
 		return nil
 	}
 	want := *s.res.Pids.Limit - pidsReserve

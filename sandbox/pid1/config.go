@@ -35,6 +35,11 @@ type Config struct {
 	// Stdio is the init's end of the stdio socket (ServeOptions.Stdio),
 	// inherited from the driver; nil relays every process's stdio.
 	Stdio *net.UnixConn `json:"-"`
+	// ForkGroup, if set, is the tasks file of the world's processes' own
+	// cgroup (cgroup v1; native driver), opened by the driver: one thread
+	// joins it and forks every process (forker.go), so the init's other
+	// threads need no room under the processes' pids limit.
+	ForkGroup *os.File `json:"-"`
 	// Ready, if set, is called once the world is set up, just before the
 	// init serves (the native driver reports readiness there).
 	Ready func() error `json:"-"`

@@ -85,11 +85,17 @@ func Run(cfg *Config) int {
 			conn.Close()
 		}()
 	}
+	// The forking thread is started beside the world's set-up, not on the
+	// first command's path.
+	var fk *forker
+	if cfg.ForkGroup != nil {
+		fk = newForker(cfg.ForkGroup)
+	}
 	if err := cfg.setUp(log); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh __init: setting up the world:", err)
 		return 1
 	}
-	if err := Serve(conn, &ServeOptions{Logger: log, oom: oom, Stdio: cfg.Stdio}); err != nil {
+	if err := Serve(conn, &ServeOptions{Logger: log, oom: oom, Stdio: cfg.Stdio, forker: fk}); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh __init:", err)
 		return 1
 	}

@@ -26,6 +26,9 @@ type ServeOptions struct {
 	Stdio *net.UnixConn
 
 	oom *oomScore // Main's: processes start at oom_score_adj 0
+	// forker forks the processes in their own cgroup (Config.ForkGroup);
+	// nil forks on the requesting thread. Serve stops it.
+	forker *forker
 }
 
 // How long the streams of one process may take to arrive after its start
@@ -76,6 +79,9 @@ func Serve(conn io.ReadWriteCloser, opts *ServeOptions) error {
 		oom:      opts.oom,
 		stdio:    opts.Stdio,
 	}
+	if s.forker = opts.forker; s.forker != nil {
+		defer close(s.forker.reqs)
+	}
 	return s.run()
 }
 
@@ -86,6 +92,7 @@ type server struct {
 	reapAll bool // PID 1 or a subreaper: every child, orphans too, is ours to reap
 	streams rendezvous
 	stdio   *net.UnixConn // nil: no direct stdio
+	forker  *forker       // nil: fork on the requesting thread
 
 	// mu guards the fields below. It is held across fork, so the reaper
 	// cannot reap a new child before it is registered and mistake it for

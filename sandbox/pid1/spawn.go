@@ -105,7 +105,7 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 		return nil, nil, fail(nil, "the init is shutting down")
 	}
 	restoreOOM := s.oom.forChild()
-	pid, err := syscall.ForkExec(path, req.Argv, attr)
+	pid, err := s.forkExec(path, req.Argv, attr)
 	restoreOOM()
 	var c *child
 	if err == nil {
@@ -121,9 +121,23 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 	}
 	if err != nil {
 		closeAll()
+		var se *StartError // the forking thread's own failure
+		if errors.As(err, &se) {
+			return nil, nil, se
+		}
 		return nil, nil, execError(path, err)
 	}
 	return c, p, nil
+}
+
+// forkExec forks and executes a process of the world: on the forking
+// thread where the world's processes have a cgroup of their own
+// (forker), else on this one.
+func (s *server) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	if s.forker != nil {
+		return s.forker.forkExec(path, argv, attr)
+	}
+	return syscall.ForkExec(path, argv, attr)
 }
 
 // openPipes creates the pipes of a process without a terminal; files

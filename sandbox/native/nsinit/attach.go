@@ -18,7 +18,8 @@ import (
 // them in its own mount namespace. An unprivileged caller's init binds
 // the paths.
 
-// maxTrees bounds the descriptors the init accepts with its release.
+// maxTrees bounds the mounts the init accepts with its release; one
+// descriptor more may follow them (Config.ForkGroup).
 const maxTrees = 64
 
 // awaitRelease is the init's side of release: it blocks until its
@@ -26,13 +27,13 @@ const maxTrees = 64
 // with it.
 func awaitRelease() ([]byte, []int, error) {
 	buf := make([]byte, MaxConfig)
-	oob := make([]byte, unix.CmsgSpace(4*maxTrees))
+	oob := make([]byte, unix.CmsgSpace(4*(maxTrees+1)))
 	n, oobn, flags, _, err := unix.Recvmsg(FDSync, buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
 		return nil, nil, errors.New("native init: dsh went away before it released the sandbox's init")
 	}
 	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
-		return nil, nil, fmt.Errorf("native init: the release was cut short (over %d bytes, or %d descriptors)", MaxConfig, maxTrees)
+		return nil, nil, fmt.Errorf("native init: the release was cut short (over %d bytes, or %d mounts)", MaxConfig, maxTrees)
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil {

@@ -44,12 +44,14 @@ const (
 // Config came that way, far above what a world's masks and mounts need.
 const MaxConfig = 128 << 10
 
-// InitThreads is how many OS threads the init creates up front. Go starts
-// a thread whenever a goroutine blocks in a syscall and no idle one is
-// left, and dies if the kernel refuses; under a fork bomb the world's
-// pids limit would refuse it. Threads created now are reused later, so
-// the init never needs a new one at the limit. The driver adds room for
-// them to the world's pids limit.
+// InitThreads is how many OS threads the init creates up front where
+// its threads share one cgroup with the world's processes (cgroup v2). Go
+// starts a thread whenever a goroutine blocks in a syscall and no idle
+// one is left, and dies if the kernel refuses; under a fork bomb the
+// world's pids limit would refuse it. Threads created now are reused
+// later, so the init never needs a new one at the limit. The driver adds
+// room for them to the world's pids limit. On cgroup v1 the world's
+// processes have a group of their own instead (Config.ForkGroup).
 const InitThreads = 12
 
 // Config is everything stage 1 needs, decided by the driver on the host
@@ -86,6 +88,14 @@ type Config struct {
 	// Stdio reports whether the init inherits the stdio socket
 	// (FDStdio).
 	Stdio bool
+	// ForkGroup reports whether the release carries, after the trees,
+	// the tasks file of the world's processes' own cgroup (cgroup v1):
+	// pid1 forks every process from one thread that joins it, so the
+	// init's other threads stay in the world's group, with room the
+	// processes cannot take, and need not be made up front.
+	ForkGroup bool
+	// forkGroup is that descriptor, as stage 1 received it (-1: none).
+	forkGroup int
 	// Exec, when set, replaces stage 2: stage 1 executes this argv
 	// directly (with ExecEnv) as the confined PID 1. Used by the driver's
 	// probe and by tests of the setup stage.

@@ -26,6 +26,9 @@ const (
 	portEnv  = "DSH_NATIVE_PROXY_PORT"
 	unixEnv  = "DSH_NATIVE_UNIX_SOCKETS"
 	stdioEnv = "DSH_NATIVE_STDIO"
+	// forkGroupEnv carries the descriptor number of Config.ForkGroup's
+	// file to stage 2 (no variable: none).
+	forkGroupEnv = "DSH_NATIVE_FORK_GROUP"
 )
 
 // RootEnv names, at the spawn, the mount point of the world's root (the
@@ -139,6 +142,13 @@ func stage1() error {
 		return err
 	}
 	decoded := time.Since(released)
+	cfg.forkGroup = -1
+	if cfg.ForkGroup {
+		if len(trees) == 0 {
+			return errors.New("native init: dsh sent no descriptor of the processes' cgroup")
+		}
+		cfg.forkGroup, trees = trees[len(trees)-1], trees[:len(trees)-1]
+	}
 	cfg.trees = trees
 	if !cfg.Egress {
 		unix.Close(FDBroker) // no way out
@@ -208,6 +218,9 @@ func stage1() error {
 	if cfg.Stdio {
 		env = append(env, stdioEnv+"=1")
 	}
+	if cfg.forkGroup >= 0 {
+		env = append(env, forkGroupEnv+"="+strconv.Itoa(cfg.forkGroup))
+	}
 	if len(cfg.Exec) > 0 {
 		argv, env = cfg.Exec, cfg.ExecEnv
 		if path, err = sandbox.LookPath(argv[0], sandbox.PathOf(env), ""); err != nil {
@@ -242,10 +255,13 @@ func stage1() error {
 		// that serving never waits for a hand-off to the thread it was
 		// locked to.
 		runtime.UnlockOSThread()
-		return serve(tr, cfg.ProxyPort, cfg.Egress, cfg.UnixSockets, cfg.Stdio)
+		return serve(tr, cfg.ProxyPort, cfg.Egress, cfg.UnixSockets, cfg.Stdio, cfg.forkGroup)
 	}
 	if len(cfg.Exec) == 0 {
 		pass := []int{FDReady}
+		if cfg.forkGroup >= 0 {
+			pass = append(pass, cfg.forkGroup)
+		}
 		if cfg.Egress {
 			pass = append(pass, FDBroker)
 		}
@@ -281,8 +297,16 @@ func stage2() error {
 	port, _ := strconv.Atoi(os.Getenv(portEnv))
 	unixSockets := os.Getenv(unixEnv) == "1"
 	stdio := os.Getenv(stdioEnv) == "1"
+	forkGroup := -1
+	if v := os.Getenv(forkGroupEnv); v != "" {
+		fd, err := strconv.Atoi(v)
+		if err != nil || fd <= FDStdio {
+			return fmt.Errorf("%s=%q is not a descriptor stage 1 passed", forkGroupEnv, v)
+		}
+		forkGroup = fd
+	}
 	os.Clearenv()
-	return serve(newTracer(false), port, port != 0, unixSockets, stdio)
+	return serve(newTracer(false), port, port != 0, unixSockets, stdio, forkGroup)
 }
 
 // serve runs the confined init: pid1 over stdin/stdout, with the egress
@@ -290,8 +314,12 @@ func stage2() error {
 // both are in place.
 // pid1.Run makes the init non-dumpable before anything of the world
 // runs (after opening what it needs of its own /proc entry).
-func serve(tr *tracer, port int, egress, unixSockets, stdio bool) error {
+func serve(tr *tracer, port int, egress, unixSockets, stdio bool, forkGroup int) error {
 	cfg := &pid1.Config{Filter: true, UnixSockets: unixSockets}
+	if forkGroup >= 0 {
+		// pid1.Run marks it close-on-exec, as the stdio socket.
+		cfg.ForkGroup = os.NewFile(uintptr(forkGroup), "tasks")
+	}
 	if stdio {
 		// pid1.Run marks it close-on-exec with every descriptor above
 		// stderr: no process of the world inherits it.
@@ -309,18 +337,25 @@ func serve(tr *tracer, port int, egress, unixSockets, stdio bool) error {
 		cfg.Egress = c
 		cfg.ProxyAddr = "127.0.0.1:" + strconv.Itoa(port)
 	}
-	// The runtime's idle threads are made beside the relay and the world
-	// filter (every thread is confined alike by now: a new one is cloned
-	// from a confined one, and the world filter syncs to all), on a
-	// second P while dsh, waiting for the readiness, leaves its core
-	// idle; the readiness waits for them, for the driver counts them
-	// (fitPids). Serving then needs one P (the spawn's GOMAXPROCS).
-	procs := runtime.GOMAXPROCS(2)
+	// Where the world's processes share the init's cgroup, the runtime's
+	// idle threads are made beside the relay and the world filter (every
+	// thread is confined alike by now: a new one is cloned from a confined
+	// one, and the world filter syncs to all), on a second P while dsh,
+	// waiting for the readiness, leaves its core idle; the readiness waits
+	// for them, for the driver counts them (fitPids). Serving then needs
+	// one P (the spawn's GOMAXPROCS). With a group of their own, the
+	// runtime starts threads when it needs them.
+	procs := runtime.GOMAXPROCS(0)
 	warm := make(chan struct{})
-	go func() {
-		prewarmThreads(InitThreads)
+	if cfg.ForkGroup == nil {
+		runtime.GOMAXPROCS(2)
+		go func() {
+			prewarmThreads(InitThreads)
+			close(warm)
+		}()
+	} else {
 		close(warm)
-	}()
+	}
 	cfg.Ready = func() error {
 		tr.mark("relay+filter")
 		<-warm
