@@ -43,9 +43,10 @@
 //  2. Serve (already confined): pid1.Run marks the init non-dumpable,
 //     starts the egress relay (127.0.0.1:port inside, its streams from
 //     the broker connection the init inherits as descriptor nsinit.FDBroker)
-//     and installs the world filter; the init creates the OS threads it
-//     will need (so a fork bomb at the pids limit cannot make the Go
-//     runtime fail to start one) and serves package pid1 over its
+//     and installs the world filter; on cgroup v2 the init creates the
+//     OS threads it will need (so a fork bomb at the pids limit cannot
+//     make the Go runtime fail to start one; on v1 the processes are
+//     forked into a group of their own instead) and serves package pid1 over its
 //     stdin/stdout, with direct stdio: a process's pipes are passed to
 //     dsh on the stdio socket (nsinit.FDStdio, a SOCK_SEQPACKET pair the
 //     driver made), so dsh reads and writes them with no hop through the
@@ -100,8 +101,11 @@
 // limits fails closed where cgroups cannot be written (typically an
 // unprivileged caller on a v1 host); a Spec with no Resources runs
 // without a cgroup, and its processes still die with the init. The pids
-// limit a Spec names is for the world's processes: the cgroup's limit is
-// that plus the init's own threads.
+// limit a Spec names is for the world's processes. On v1 they have a
+// group of their own inside the world's, limited to exactly that plus
+// the init's one thread that forks them there (pid1's forker); the
+// world's limit adds a reserve for the init's other threads. On v2 the
+// cgroup's limit is that plus the init's own threads.
 //
 // # Crash safety
 //
