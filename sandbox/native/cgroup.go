@@ -41,11 +41,12 @@ type worldCgroup interface {
 	dirFD() int
 	// setPids changes the pids limit.
 	setPids(n int64) error
-	// forkGroup is the tasks file of the world's processes' own group,
-	// which limit made with exactly their pids limit (cgroup v1), for the
-	// init's forking thread to join (pid1.Config.ForkGroup); nil where
-	// there is none (cgroup v2, or no pids limit).
-	forkGroup() *os.File
+	// takeForkGroup hands over the tasks file of the world's processes'
+	// own group, which limit made with exactly their pids limit (cgroup
+	// v1), for the init's forking thread to join (pid1.Config.ForkGroup);
+	// the caller closes it. Nil where there is none (cgroup v2, or no
+	// pids limit).
+	takeForkGroup() *os.File
 	// destroy kills every process in the cgroup and removes it.
 	destroy() error
 	// freeze and thaw stop and restart every process in the cgroup
@@ -263,7 +264,7 @@ func (g *cgroupV1) add(pid int) error {
 // limit gives the group the limits r. With a pids limit it makes the
 // world's processes' group inside, limited to exactly the Spec's (r's
 // without the reserve) plus the one thread of the init that forks them
-// there, and opens its tasks file for that thread (forkGroup): a
+// there, and opens its tasks file for that thread (takeForkGroup): a
 // thread's children start in its group, and the kernel checks the
 // group's limit at the fork. The init's other threads stay outside, in
 // the reserve, which the processes cannot reach.
@@ -271,7 +272,7 @@ func (g *cgroupV1) limit(r *specs.LinuxResources) error {
 	if err := g.c.Update(r); err != nil {
 		return err
 	}
-	if r.Pids == nil || r.Pids.Limit == nil || g.tasks != nil {
+	if r.Pids == nil || r.Pids.Limit == nil {
 		return nil
 	}
 	if err := os.Mkdir(g.procs, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -286,11 +287,18 @@ func (g *cgroupV1) limit(r *specs.LinuxResources) error {
 	if err != nil {
 		return err
 	}
+	if g.tasks != nil {
+		g.tasks.Close()
+	}
 	g.tasks = f
 	return nil
 }
 
-func (g *cgroupV1) forkGroup() *os.File { return g.tasks }
+func (g *cgroupV1) takeForkGroup() *os.File {
+	f := g.tasks
+	g.tasks = nil
+	return f
+}
 
 func (g *cgroupV1) dirFD() int { return -1 }
 
@@ -376,7 +384,7 @@ func (g *cgroupV2) setPids(n int64) error {
 	return g.m.Update(&cgroup2.Resources{Pids: &cgroup2.Pids{Max: n}})
 }
 
-func (g *cgroupV2) forkGroup() *os.File { return nil }
+func (g *cgroupV2) takeForkGroup() *os.File { return nil }
 
 func (g *cgroupV2) dirFD() int {
 	if g.fd < 0 {

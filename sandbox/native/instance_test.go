@@ -275,6 +275,13 @@ func TestPidsLimitStopsForkBomb(t *testing.T) {
 	if len(tasks) < 2 || inProcs != 1 {
 		t.Errorf("%d of the init's %d threads are in the processes' group, want its forking thread alone", inProcs, len(tasks))
 	}
+	// The tasks file went to the init with the release: dsh keeps none.
+	fds, _ := filepath.Glob("/proc/self/fd/*")
+	for _, fd := range fds {
+		if l, _ := os.Readlink(fd); strings.HasPrefix(l, procs+"/") {
+			t.Errorf("dsh still holds %s as %s", l, fd)
+		}
+	}
 	// The init survived the bomb.
 	if err := syscall.Kill(in.l.cmd.Process.Pid, 0); err != nil {
 		t.Errorf("the init died under the fork bomb: %v", err)

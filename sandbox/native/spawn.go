@@ -526,7 +526,8 @@ func (s *starting) release() error {
 	}
 	fds := s.trees
 	if s.serve && s.l.cg != nil {
-		if g := s.l.cg.forkGroup(); g != nil {
+		if g := s.l.cg.takeForkGroup(); g != nil {
+			defer g.Close() // the init's now
 			s.cfg.ForkGroup = true
 			fds = append(fds[:len(fds):len(fds)], int(g.Fd()))
 		}
