@@ -49,12 +49,11 @@ func (f *forker) run(group *os.File) {
 	// ends with the init.
 	runtime.LockOSThread()
 	var joinErr error
-	joined := false
 	for r := range f.reqs {
-		if !joined {
+		if group != nil { // the first fork
 			joinErr = join(group)
 			group.Close()
-			joined = true
+			group = nil
 		}
 		if joinErr != nil {
 			r.done <- forkResult{err: joinErr}
@@ -62,6 +61,9 @@ func (f *forker) run(group *os.File) {
 		}
 		pid, err := syscall.ForkExec(r.path, r.argv, r.attr)
 		r.done <- forkResult{pid, err}
+	}
+	if group != nil { // never forked
+		group.Close()
 	}
 }
 
