@@ -33,7 +33,7 @@ func run(args []string) int {
 		// takes now; whatever ends the command before a world takes it
 		// (another driver, a bad flag or configuration), it is killed
 		// and its cgroup removed.
-		native.Prestart()
+		native.Prestart(prestart.Limited(args, os.Getenv))
 		defer native.DropPrestart()
 	}
 	root := newRoot(runLine)

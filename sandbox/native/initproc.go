@@ -45,6 +45,9 @@ type initProc struct {
 	child []*os.File
 	// pre is a prestarted init's cgroup (v1), nil once a world took it.
 	pre *preCgroup
+	// unlimited says it was prestarted for a world without limits, in
+	// no cgroup.
+	unlimited bool
 }
 
 // preCgroup is the cgroup v1 Prestart makes and starts its init in while
@@ -315,16 +318,18 @@ var prestart struct {
 // Prestart begins spawning the init of the next world this process
 // opens, before the world is asked for: a command that will open one
 // (dsh run) calls it first thing, so that the init's clone, execve and
-// runtime start overlap loading the configuration and planning. All of
-// it runs in the background; Prestart returns at once. Open takes the
-// init when it was spawned for what the world needs (a serving init of a
-// Driver with default Options; on cgroup v1 with limits, in the cgroup it
-// made for it); otherwise, or if no world is opened, it is killed
+// runtime start overlap loading the configuration and planning. limited
+// says whether that world is expected to have limits (on cgroup v1, a
+// cgroup the init is born in) or not (no cgroup). All of it runs in the
+// background; Prestart returns at once. Open takes the init when it was
+// spawned for what the world needs (a serving init of a Driver with
+// default Options; with limits, in the cgroup it made for it; without,
+// in none); otherwise, or if no world is opened, it is killed
 // (DropPrestart) or ends with dsh (it waits for its release on a socket
 // whose other end dies with dsh, and has dsh's death as its parent-death
 // signal). It never runs anything before a world's release. Calling it
 // again while one is pending does nothing.
-func Prestart() {
+func Prestart(limited bool) {
 	prestart.mu.Lock()
 	defer prestart.mu.Unlock()
 	if prestart.done != nil || unified() {
@@ -371,7 +376,11 @@ func Prestart() {
 		}
 		// The cgroup is made beside the init's descriptors.
 		made := make(chan *preCgroup, 1)
-		go func() { made <- newPreCgroup(f.cgParent, id) }()
+		if limited {
+			go func() { made <- newPreCgroup(f.cgParent, id) }()
+		} else {
+			made <- nil
+		}
 		ip, err := newInitProc(f)
 		pc := <-made
 		if err != nil {
@@ -384,6 +393,7 @@ func Prestart() {
 		if ip.pre = pc; pc != nil && pc.cg != nil {
 			ip.cgDirs = pc.cg.dirs
 		}
+		ip.unlimited = !limited
 		ip.begin()
 		ip.placeOnceRunning()
 		go func() { _ = ip.wait(); warm() }()
@@ -407,8 +417,11 @@ func adoptEarly(e *initspawn.Early) *initProc {
 	ip := &initProc{spawnFor: f, cmd: &exec.Cmd{Process: e.Process}, syncW: e.Sync, readyR: e.Ready,
 		ctlR: e.CtlR, ctlW: e.CtlW, bornIn: e.BornIn, began: e.Began, done: make(chan struct{})}
 	close(ip.done)
-	pc := &preCgroup{id: e.Name, err: e.GroupsErr, placed: make(chan error, 1)}
-	ip.pre = pc
+	var pc *preCgroup // its world's cgroup, for a world with limits
+	if ip.unlimited = !e.Limited; !ip.unlimited {
+		pc = &preCgroup{id: e.Name, err: e.GroupsErr, placed: make(chan error, 1)}
+		ip.pre = pc
+	}
 	fail := func() *initProc {
 		ip.kill(false)
 		if e.Groups != nil {
@@ -433,7 +446,7 @@ func adoptEarly(e *initspawn.Early) *initProc {
 	if ip.broker, err = fileUnixConn(e.Broker); err != nil {
 		return fail()
 	}
-	if e.Groups != nil {
+	if e.Groups != nil { // Limited: pc is set
 		// Made by initspawn where newPreCgroup would: this is the same
 		// group, with none of its limits yet.
 		g, err := newCgroup(f.cgParent, e.Name, &specs.LinuxResources{})
@@ -483,9 +496,12 @@ func DropPrestart() {
 }
 
 // takePrestart returns the init Prestart began if it was spawned for f
-// and, with its cgroup, for a world with limits named stateID; else nil
-// (and kills it: nothing else would take it). A world without limits has
-// no cgroup, so it does not take one that was joined to one.
+// and, with its cgroup, for a world with limits named stateID, or, in
+// none, for a world without (limited); else nil (and kills it: nothing
+// else would take it). A world without limits has no cgroup, so it does
+// not take one that was joined to one; a world with limits does not
+// take one spawned in none, which its cgroup could only get by a move
+// slower than a spawn.
 func takePrestart(f spawnFor, stateID string, limited bool) *initProc {
 	ip := takePrestarted()
 	if ip == nil {
@@ -494,7 +510,8 @@ func takePrestart(f spawnFor, stateID string, limited bool) *initProc {
 	if pc := ip.pre; pc != nil && pc.cg == nil {
 		ip.pre = nil // none could be made (no delegated cgroup): the init is in none
 	}
-	if !ip.spawnFor.same(f) || ip.pre != nil && (ip.pre.id != stateID || !limited) {
+	if !ip.spawnFor.same(f) || ip.unlimited && limited || ip.pre != nil && (ip.pre.id != stateID || !limited) {
+		newHostTrace().say("prestarted init not for this world: killed")
 		ip.kill(false)
 		return nil
 	}

@@ -15,12 +15,13 @@ import (
 	"github.com/dsh-dev/dsh/sandbox"
 )
 
-// prestarted begins a Prestart (the test binary as the init) and returns
-// its init's pid once it runs, and its cgroup.
-func prestarted(t *testing.T) (int, *preCgroup) {
+// prestarted begins a Prestart (the test binary as the init) for a
+// world with limits or without, and returns its init's pid once it runs,
+// and its cgroup.
+func prestarted(t *testing.T, limited bool) (int, *preCgroup) {
 	t.Helper()
 	t.Cleanup(DropPrestart)
-	Prestart()
+	Prestart(limited)
 	prestart.mu.Lock()
 	done := prestart.done
 	prestart.mu.Unlock()
@@ -46,7 +47,7 @@ func gone(pid int) bool { return unix.Kill(pid, 0) == unix.ESRCH }
 // TestPrestartIsTaken: a world of a Driver with default Options runs on
 // the init Prestart began, which waited for it with nothing of the world.
 func TestPrestartIsTaken(t *testing.T) {
-	pid, _ := prestarted(t)
+	pid, _ := prestarted(t, true)
 	spec := sandbox.DefaultSpec(t.TempDir())
 	in, err := New(nil).Open(context.Background(), spec, nil)
 	if err != nil {
@@ -81,7 +82,7 @@ func TestPrestartIsTaken(t *testing.T) {
 // world takes (DropPrestart).
 func TestPrestartForAnotherWorld(t *testing.T) {
 	testenv.RequireRoot(t) // a root dsh maps its worlds to a host range
-	pid, _ := prestarted(t)
+	pid, _ := prestarted(t, true)
 	const base = 500000
 	spec := sandbox.DefaultSpec(t.TempDir())
 	in, err := New(&Options{IDBase: base, StateDir: stateDir(t)}).Open(context.Background(), spec, nil)
@@ -106,7 +107,7 @@ func TestPrestartForAnotherWorld(t *testing.T) {
 	// (Its cgroup's name is this world's too: the world was minted the
 	// reserved ID. DropPrestart below checks that the group goes.)
 
-	pid, pre := prestarted(t)
+	pid, pre := prestarted(t, true)
 	DropPrestart()
 	if !gone(pid) {
 		t.Error("DropPrestart left the prestarted init")
@@ -122,7 +123,7 @@ func TestPrestartForAnotherWorld(t *testing.T) {
 // cgroup, so it does not take an init that was joined to one; that init
 // and its cgroup are removed.
 func TestPrestartNotTakenWithoutLimits(t *testing.T) {
-	pid, pre := prestarted(t)
+	pid, pre := prestarted(t, true)
 	spec := sandbox.DefaultSpec(t.TempDir())
 	spec.Resources = nil // as dsh run --no-limits
 	in, err := New(nil).Open(context.Background(), spec, nil)
@@ -144,6 +145,63 @@ func TestPrestartNotTakenWithoutLimits(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cgroupRoot, "pids", cgroupParent, pre.id)); !os.IsNotExist(err) {
 			t.Errorf("the prestarted init's cgroup %s is still there (%v)", pre.id, err)
 		}
+	}
+}
+
+// TestPrestartWithoutLimitsIsTaken: an init prestarted for a world
+// without limits is spawned in no cgroup, and such a world takes it.
+func TestPrestartWithoutLimitsIsTaken(t *testing.T) {
+	v1Only(t) // v2 prestarts nothing
+	pid, pre := prestarted(t, false)
+	if pre != nil {
+		t.Errorf("an init prestarted for a world without limits has a cgroup (%s)", pre.id)
+	}
+	if in, self := groupsOf(t, "/proc/"+strconv.Itoa(pid)+"/cgroup"), groupsOf(t, "/proc/self/cgroup"); !sameGroups(in, self) {
+		t.Errorf("the init prestarted without limits is in the groups %v, not in this process's %v", in, self)
+	}
+	spec := sandbox.DefaultSpec(t.TempDir())
+	spec.Resources = nil // as dsh run --no-limits
+	in, err := New(nil).Open(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	l := in.(*instance).l
+	if l.cmd.Process.Pid != pid {
+		t.Errorf("the world without limits runs init %d, not the one prestarted for it (%d)", l.cmd.Process.Pid, pid)
+	}
+	if l.cg != nil {
+		t.Error("a world without limits has a cgroup")
+	}
+	if out, errOut, st := run(t, in, spec.Env, "sh", "-c", "echo ok"); st.Code != 0 || out != "ok\n" {
+		t.Fatalf("run: %v %q %q", st, out, errOut)
+	}
+}
+
+// TestPrestartWithoutLimitsNotTakenWithLimits: a world with limits does
+// not take an init prestarted in no cgroup (its limits would hold only
+// once the init was moved into its cgroup); it runs its own, born in
+// its cgroup, and the prestarted one is killed.
+func TestPrestartWithoutLimitsNotTakenWithLimits(t *testing.T) {
+	v1Only(t)
+	pid, _ := prestarted(t, false)
+	in, err := New(nil).Open(context.Background(), sandbox.DefaultSpec(t.TempDir()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	l := in.(*instance).l
+	if l.cmd.Process.Pid == pid {
+		t.Error("a world with limits took the init prestarted in no cgroup")
+	}
+	if l.cg == nil {
+		t.Fatal("a world with limits has no cgroup")
+	}
+	if in, want := groupsOf(t, "/proc/"+strconv.Itoa(l.cmd.Process.Pid)+"/cgroup"), "/"+cgroupParent+"/"+l.id; !allAre(in, want) {
+		t.Errorf("the world's init is in the groups %v, want its world's %s", in, want)
+	}
+	if !gone(pid) {
+		t.Error("the prestarted init no world took is still there")
 	}
 }
 
@@ -186,7 +244,7 @@ func TestSpawnForSame(t *testing.T) {
 // and no thread of dsh stays in the group.
 func TestPrestartBornInItsCgroup(t *testing.T) {
 	v1Only(t)
-	pid, pc := prestarted(t)
+	pid, pc := prestarted(t, true)
 	if pc == nil || pc.cg == nil {
 		t.Fatal("Prestart made no cgroup")
 	}

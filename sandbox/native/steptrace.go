@@ -37,6 +37,13 @@ func (t *hostTrace) mark(step string) {
 	t.last, t.ru = now, ru
 }
 
+// say prints what happened at this point, untimed.
+func (t *hostTrace) say(what string) {
+	if t != nil && t.on {
+		fmt.Fprintf(os.Stderr, "dsh host: %s\n", what)
+	}
+}
+
 func tvDiff(a, b syscall.Timeval) time.Duration {
 	return time.Duration(a.Nano() - b.Nano())
 }

@@ -20,6 +20,9 @@ type Early struct {
 	Process *os.Process
 	Began   time.Time // when its spawn began (DSH_NATIVE_TRACE)
 	BornIn  bool      // it started in Groups
+	// Limited says it was spawned for a world with limits, in Groups; a
+	// world without has no cgroup, and its init is spawned in none.
+	Limited bool
 
 	// dsh's ends: the sync socket, the ready pipe, the pid1 session's
 	// pipes, the stdio and egress broker sockets.
@@ -40,7 +43,7 @@ type Early struct {
 	// WorldID is the ID its world takes (sandbox.ReserveWorldIDOf);
 	// Name, the owner and world ID, names its cgroup v1 group under
 	// CgroupParent: Groups, one per hierarchy (V1Dirs), or nil when none
-	// could be made (GroupsErr).
+	// could be made (GroupsErr) or it is not Limited.
 	WorldID   string
 	Name      string
 	Groups    []string
@@ -57,7 +60,9 @@ var early struct {
 }
 
 // Begin spawns, in the background, the init of the first world of a dsh
-// run line, for a Driver with default Options: it is called during
+// run line, for a Driver with default Options and a world with limits
+// (limited: the init is born in the world's cgroup v1 groups) or without
+// (in none): it is called during
 // dsh's package initialisation (cmd/dsh/internal/prestart), where this
 // package is among the first initialised, so the init's clone, execve
 // and runtime start run beside dsh's own start. It gives up, leaving the
@@ -67,7 +72,7 @@ var early struct {
 // or a cached init file that is not there yet (the driver makes them).
 // The init runs nothing before its world's release. Calling Begin again
 // does nothing.
-func Begin() {
+func Begin(limited bool) {
 	if early.done != nil {
 		return
 	}
@@ -75,7 +80,7 @@ func Begin() {
 	early.done = done
 	go func() {
 		defer close(done)
-		early.e = begin()
+		early.e = begin(limited)
 	}()
 }
 
@@ -91,12 +96,12 @@ func Take() *Early {
 	return e
 }
 
-func begin() *Early {
+func begin(limited bool) *Early {
 	var fs syscall.Statfs_t
 	if initbin.Binary == nil || syscall.Statfs(CgroupRoot, &fs) != nil || fs.Type == cgroup2Magic {
 		return nil
 	}
-	e := &Early{Began: time.Now(), Mapped: os.Geteuid() == 0, Trace: os.Getenv("DSH_NATIVE_TRACE") == "1"}
+	e := &Early{Began: time.Now(), Limited: limited, Mapped: os.Geteuid() == 0, Trace: os.Getenv("DSH_NATIVE_TRACE") == "1"}
 	if e.Mapped {
 		e.UID = Subordinate("/etc/subuid", DefaultIDBase)
 		e.GID = Subordinate("/etc/subgid", DefaultIDBase)
@@ -137,7 +142,9 @@ func begin() *Early {
 		}
 		e.Memfd = exe
 	}
-	e.Groups, e.GroupsErr = makeGroups(e.Name)
+	if limited {
+		e.Groups, e.GroupsErr = makeGroups(e.Name)
+	}
 	if !e.spawn(exe) {
 		removeGroups(e.Groups)
 		if e.Memfd != nil {

@@ -9,14 +9,15 @@ package prestart
 
 import (
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/dsh-dev/dsh/sandbox/native/initspawn"
 )
 
 func init() {
-	if RunLine(os.Args[1:]) {
-		initspawn.Begin()
+	if args := os.Args[1:]; RunLine(args) {
+		initspawn.Begin(Limited(args, os.Getenv))
 	}
 }
 
@@ -26,14 +27,57 @@ func init() {
 // to run. Whatever ends such a line before a world takes the prestarted
 // init, main drops it (native.DropPrestart).
 func RunLine(args []string) bool {
+	_, ok := runFlags(args)
+	return ok
+}
+
+// runFlags returns what follows "run" in a run line.
+func runFlags(args []string) ([]string, bool) {
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
 		case a == "--config":
 			i++
 		case strings.HasPrefix(a, "--config="):
 		default:
-			return a == "run"
+			return args[i+1:], a == "run"
 		}
 	}
-	return false
+	return nil, false
+}
+
+// Limited guesses whether a run line's world will have limits, which
+// decides whether its init is prestarted in a cgroup: not when the line
+// turns them off (--no-limits) or, without that flag, the environment
+// does (DSH_SANDBOX_LIMITS_OFF, read by getenv). sandbox.limits.off in
+// a configuration file is not read this early. A wrong guess costs only
+// time: the driver kills an init prestarted for the other kind of world
+// and spawns the world's own.
+func Limited(args []string, getenv func(string) string) bool {
+	flags, _ := runFlags(args)
+	// run's flags end at "--" or at the command, its first argument
+	// that is neither a flag nor the value of the flag before it.
+	valueNext := false
+	for _, a := range flags {
+		switch {
+		case a == "--":
+			return limitedByEnv(getenv)
+		case a == "--no-limits":
+			return false
+		case strings.HasPrefix(a, "--no-limits="):
+			off, err := strconv.ParseBool(strings.TrimPrefix(a, "--no-limits="))
+			return err != nil || !off
+		case strings.HasPrefix(a, "-"):
+			valueNext = !strings.Contains(a, "=")
+		case valueNext:
+			valueNext = false
+		default:
+			return limitedByEnv(getenv)
+		}
+	}
+	return limitedByEnv(getenv)
+}
+
+func limitedByEnv(getenv func(string) string) bool {
+	off, err := strconv.ParseBool(getenv("DSH_SANDBOX_LIMITS_OFF"))
+	return err != nil || !off
 }
