@@ -141,6 +141,7 @@ func TestCheckResources(t *testing.T) {
 		{"empty controllers", &specs.LinuxResources{Memory: &specs.LinuxMemory{}, Pids: &specs.LinuxPids{}, CPU: &specs.LinuxCPU{}}, ""},
 		{"minimums", &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: i64(MinMemoryBytes)}, Pids: &specs.LinuxPids{Limit: i64(1)}, CPU: &specs.LinuxCPU{Quota: i64(MinCPUQuota)}}, ""},
 		{"all the host's CPUs", cpu(host*DefaultCPUPeriod, nil), ""},
+		//lint:ignore SA4012 a NaN CPU count converted as a caller would convert it
 		{"quota from NaN", cpu(int64(nan*DefaultCPUPeriod), nil), "Resources.CPU.Quota"},
 		{"quota zero", cpu(0, nil), "Resources.CPU.Quota"},
 		{"quota negative", cpu(-1, nil), "Resources.CPU.Quota"},

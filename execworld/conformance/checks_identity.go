@@ -44,10 +44,7 @@ func checkDeviceNodesReadOnly(ctx context.Context, s *suite) error {
 		return err
 	}
 	s.logf("probe said:\n%s", strings.Join(out, "\n"))
-	var problems []string
-	for _, l := range withPrefix(out, "allowed") {
-		problems = append(problems, l)
-	}
+	problems := withPrefix(out, "allowed")
 	if len(withPrefix(out, "devnull-write-ok")) != 1 {
 		problems = append(problems, "a write to /dev/null failed (its data semantics must stay)")
 	}

@@ -48,12 +48,12 @@ func checkPause(ctx context.Context, s *suite) error {
 		// No freezer: the world must say so and keep running.
 		s.logf("the driver cannot pause: %v", err)
 		if w.w.Paused() {
-			return errors.New("Pause failed with ErrCannotPause, yet Paused reports true")
+			return errors.New("pausing failed with ErrCannotPause, yet Paused reports true")
 		}
 		return alive(ctx, w)
 	}
 	if !w.w.Paused() {
-		return errors.New("Pause succeeded, yet Paused reports false")
+		return errors.New("pausing succeeded, yet Paused reports false")
 	}
 	// Frozen between its truncate and its write, the file may be empty:
 	// what matters is that it does not change.
@@ -74,7 +74,7 @@ func checkPause(ctx context.Context, s *suite) error {
 		return fmt.Errorf("resuming: %w", err)
 	}
 	if w.w.Paused() {
-		return errors.New("Resume succeeded, yet Paused reports true")
+		return errors.New("resuming succeeded, yet Paused reports true")
 	}
 	n := parseCounter(after)
 	if _, err := waitCounter(ctx, counter, n+1000); err != nil {

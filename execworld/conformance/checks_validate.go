@@ -124,6 +124,7 @@ func checkBadLimits(ctx context.Context, s *suite) error {
 		name string
 		r    *specs.LinuxResources
 	}{
+		//lint:ignore SA4012 a NaN CPU count converted as a caller would convert it
 		{"cpus NaN", cpu(int64(nan*float64(period)), period)},
 		{"cpus Inf", cpu(int64(inf*float64(period)), period)},
 		{"cpu quota 0", cpu(0, period)},

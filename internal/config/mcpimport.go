@@ -42,7 +42,7 @@ var badNameChars = lazyre.New(`[^A-Za-z0-9_-]`)
 // the narrowest world (workspace none, no egress); the notes say what
 // to widen.
 func ImportMCP(name string, data []byte) ([]MCPServer, []string, error) {
-	servers := map[string]importedServer{}
+	var servers map[string]importedServer
 	if strings.EqualFold(filepath.Ext(name), ".toml") {
 		var doc struct {
 			MCPServers map[string]importedServer `toml:"mcp_servers"`

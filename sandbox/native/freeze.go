@@ -59,13 +59,6 @@ func (in *instance) Thaw() error {
 	return nil
 }
 
-// isFrozen tells whether Freeze holds.
-func (in *instance) isFrozen() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.frozen
-}
-
 func (g *cgroupV1) freeze() error { return g.c.Freeze() }
 func (g *cgroupV1) thaw() error   { return g.c.Thaw() }
 

@@ -206,7 +206,7 @@ func TestPrestartWithoutLimitsNotTakenWithLimits(t *testing.T) {
 }
 
 // sliceWriter is an io.Writer of a type == cannot compare.
-type sliceWriter struct{ b []byte }
+type sliceWriter struct{ _ []byte }
 
 func (w sliceWriter) Write(p []byte) (int, error) { return len(p), nil }
 

@@ -30,9 +30,6 @@ const privBits = unix.S_ISUID | unix.S_ISGID
 // folds into O_TMPFILE and which plain opens of directories set).
 const oTmpfile = unix.O_TMPFILE &^ unix.O_DIRECTORY
 
-// offArg3 is the fourth argument's offset in seccomp_data.
-const offArg3 = offArg0 + 24
-
 // modeCall is a system call that sets a mode: the argument with the
 // mode, and for the open family the argument whose flags say whether
 // the mode is used (flags < 0: always).
