@@ -42,8 +42,9 @@ peers:
 	@scripts/npm-peers.sh mcp-npm @modelcontextprotocol/inspector@0.15.0
 	@scripts/ensure-npm-peers.sh
 
-## test: everything, with Docker required (the README's and CI's test command)
-test: images peers
+## test: go vet and staticcheck (lint), then everything, with Docker
+## required (the README's and CI's test command)
+test: lint images peers
 	CGO_ENABLED=0 DSH_REQUIRE_DOCKER=1 DSH_REQUIRE_TOOLS=1 $(REQUIRE_PRIV) \
 		$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory e2e-compose
