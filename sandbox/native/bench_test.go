@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +84,11 @@ func buildHello(b *testing.B) string {
 }
 
 // BenchmarkStartTrue compares, in one run and interleaved so machine load
-// hits every variant alike, the latency of running /bin/true:
+// hits every variant alike, the latency of running /bin/true. Each round
+// runs the variants in a new random order (seeded, so runs repeat it):
+// a run leaves work behind it (the kernel's teardown of its namespaces),
+// and in a fixed order each variant would always pay for the same
+// predecessor's.
 //
 //	forkexec   plain fork/exec of /bin/true (the floor)
 //	go-hello   a static Go program with an empty main: the Go runtime's start
@@ -183,8 +188,10 @@ func BenchmarkStartTrue(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
+	rng := rand.New(rand.NewPCG(1, 2)) // the order of each round
 	for n := 0; n < b.N; n++ {
-		for i, v := range variants {
+		for _, i := range rng.Perm(len(variants)) {
+			v := variants[i]
 			start, c0 := time.Now(), cpuTime()
 			if err := v.run(); err != nil {
 				b.Fatalf("%s: %v", v.name, err)
