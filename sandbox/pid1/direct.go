@@ -200,8 +200,8 @@ func (s *server) sendStdio(id uint64, p *childPipes) error {
 	}
 	fds := make([]int, len(files))
 	for i, f := range files {
-		// Fd puts the description in blocking mode; the client makes it
-		// non-blocking again, and the init never uses it after this.
+		// Plain descriptors (openPipes): the client makes them
+		// non-blocking for its own poller.
 		fds[i] = int(f.Fd())
 	}
 	msg := binary.BigEndian.AppendUint64(nil, id)

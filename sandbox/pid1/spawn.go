@@ -79,7 +79,7 @@ func (s *server) start(req *startRequest) (*child, *childPipes, error) {
 		// control and ^C work inside.
 		sys.Setctty, sys.Ctty = true, 0
 	} else {
-		p, err = openPipes(&files, req.Stdin)
+		p, err = openPipes(&files, req.Stdin, req.Direct)
 		if err != nil {
 			return nil, nil, fail(nil, "creating stdio: %v", err)
 		}
@@ -141,20 +141,23 @@ func (s *server) forkExec(path string, argv []string, attr *syscall.ProcAttr) (i
 }
 
 // openPipes creates the pipes of a process without a terminal; files
-// receives the child's ends.
-func openPipes(files *[3]*os.File, withStdin bool) (*childPipes, error) {
+// receives the child's ends. The init's own ends are served by Go's
+// poller where the init relays them; with direct stdio (direct) they go
+// to the client, and like the child's ends are plain descriptors, with
+// no poller registration to make and undo for every process.
+func openPipes(files *[3]*os.File, withStdin, direct bool) (*childPipes, error) {
 	p := &childPipes{}
 	var err error
 	if withStdin {
-		files[0], p.stdin, err = os.Pipe()
+		files[0], p.stdin, err = pipe(false, !direct)
 	} else {
-		files[0], err = os.Open(os.DevNull)
+		files[0], err = openDevNull()
 	}
 	if err == nil {
-		p.stdout, files[1], err = os.Pipe()
+		p.stdout, files[1], err = pipe(!direct, false)
 	}
 	if err == nil {
-		p.stderr, files[2], err = os.Pipe()
+		p.stderr, files[2], err = pipe(!direct, false)
 	}
 	if err != nil {
 		for _, f := range append(files[:], p.stdin, p.stdout, p.stderr) {
@@ -166,13 +169,45 @@ func openPipes(files *[3]*os.File, withStdin bool) (*childPipes, error) {
 	}
 	// Bigger output pipes let each read forward more at once (64 KiB is
 	// the default). Best effort: the limit is a sysctl.
-	// (Not through Fd, which would take the pipe out of the poller.)
+	// (Not through Fd, which would take a polled pipe out of the poller.)
 	for _, f := range []*os.File{p.stdout, p.stderr} {
 		if rc, err := f.SyscallConn(); err == nil {
 			rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, outputPipeSize) })
 		}
 	}
 	return p, nil
+}
+
+// openDevNull opens /dev/null for a child's stdin: a plain descriptor,
+// which os.Open would put in the poller for a child to take it out.
+func openDevNull() (*os.File, error) {
+	fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: os.DevNull, Err: err}
+	}
+	return os.NewFile(uintptr(fd), os.DevNull), nil
+}
+
+// pipe makes a pipe, close-on-exec. An end marked polled is non-blocking
+// and served by Go's poller; the others are plain blocking descriptors,
+// as a child expects them.
+func pipe(pollRead, pollWrite bool) (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	for i, poll := range []bool{pollRead, pollWrite} {
+		if !poll {
+			continue
+		}
+		if err := unix.SetNonblock(fds[i], true); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return nil, nil, os.NewSyscallError("fcntl", err)
+		}
+	}
+	// NewFile puts a non-blocking descriptor in the poller.
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 // openTerminal creates a terminal of the given size in this process's
