@@ -119,19 +119,26 @@ func TestPrestartForAnotherWorld(t *testing.T) {
 	}
 }
 
+// openWithoutLimits opens a world of a default Driver without limits, as
+// dsh run --no-limits does, closed when the test ends.
+func openWithoutLimits(t *testing.T) (*launch, sandbox.Instance) {
+	t.Helper()
+	spec := sandbox.DefaultSpec(t.TempDir())
+	spec.Resources = nil
+	in, err := New(nil).Open(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in.(*instance).l, in
+}
+
 // TestPrestartNotTakenWithoutLimits: a world without limits has no
 // cgroup, so it does not take an init that was joined to one; that init
 // and its cgroup are removed.
 func TestPrestartNotTakenWithoutLimits(t *testing.T) {
 	pid, pre := prestarted(t, true)
-	spec := sandbox.DefaultSpec(t.TempDir())
-	spec.Resources = nil // as dsh run --no-limits
-	in, err := New(nil).Open(context.Background(), spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	l := in.(*instance).l
+	l, _ := openWithoutLimits(t)
 	if l.cmd.Process.Pid == pid {
 		t.Error("a world without limits took the init prestarted in a cgroup")
 	}
@@ -159,21 +166,14 @@ func TestPrestartWithoutLimitsIsTaken(t *testing.T) {
 	if in, self := groupsOf(t, "/proc/"+strconv.Itoa(pid)+"/cgroup"), groupsOf(t, "/proc/self/cgroup"); !sameGroups(in, self) {
 		t.Errorf("the init prestarted without limits is in the groups %v, not in this process's %v", in, self)
 	}
-	spec := sandbox.DefaultSpec(t.TempDir())
-	spec.Resources = nil // as dsh run --no-limits
-	in, err := New(nil).Open(context.Background(), spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	l := in.(*instance).l
+	l, in := openWithoutLimits(t)
 	if l.cmd.Process.Pid != pid {
 		t.Errorf("the world without limits runs init %d, not the one prestarted for it (%d)", l.cmd.Process.Pid, pid)
 	}
 	if l.cg != nil {
 		t.Error("a world without limits has a cgroup")
 	}
-	if out, errOut, st := run(t, in, spec.Env, "sh", "-c", "echo ok"); st.Code != 0 || out != "ok\n" {
+	if out, errOut, st := run(t, in, sandbox.DefaultSpec("").Env, "sh", "-c", "echo ok"); st.Code != 0 || out != "ok\n" {
 		t.Fatalf("run: %v %q %q", st, out, errOut)
 	}
 }
