@@ -49,15 +49,24 @@ type Protection struct {
 	held   []*os.File // a shared lock on every read-only path, for the world's life
 
 	worldIsCaller bool
+	journal       *journal // nil: the placeholders are recorded nowhere
 }
 
 // placeholder is an empty file or directory dsh made where a protected
 // path was missing.
 type placeholder struct {
-	rel      string
-	dir      bool
-	content  string // of a file
+	rel     string
+	dir     bool
+	content string // of a file
+	// dev, ino and born (its birth time in ns, 0 where the file system
+	// keeps none) tell the placeholder from a file made later at its
+	// path, which may get its inode number.
 	dev, ino uint64
+	born     int64
+	// unknown says its identity was never recorded (a dsh died between
+	// writing it down and making it, or statx failed): it is taken for
+	// dsh's while it is still the empty kind of thing dsh makes there.
+	unknown bool
 }
 
 // placeholderContent is what a file placeholder holds where empty would
@@ -122,11 +131,19 @@ func CheckProtected(list []string) error {
 //
 // Close removes the placeholders, unless they are no longer empty or
 // another world still uses them. On error nothing is left behind.
-func PrepareProtected(ws string, list, masks []string, worldIsCaller bool) (_ *Protection, err error) {
+//
+// journalPath, unless empty, is a file to create in the driver's own
+// state (no world may reach it) where each placeholder is recorded
+// before it is made and again once it is: a dsh that dies before Close
+// leaves it, and the next start removes what it records (ReapProtected).
+func PrepareProtected(ws string, list, masks []string, worldIsCaller bool, journalPath string) (_ *Protection, err error) {
 	if err := CheckProtected(list); err != nil {
 		return nil, err
 	}
 	p := &Protection{ws: ws, worldIsCaller: worldIsCaller}
+	if journalPath != "" {
+		p.journal = &journal{path: journalPath, ws: ws}
+	}
 	var inside []string // masks in the workspace, relative to it
 	for _, m := range masks {
 		if !filepath.IsAbs(m) {
@@ -159,16 +176,20 @@ func PrepareProtected(ws string, list, masks []string, worldIsCaller bool) (_ *P
 		}
 	}()
 	want := map[string]bool{} // rel → read-only (else a pin)
+	var missing []missingPath
 	for i, entry := range list {
-		err := p.resolve(root, entry, want)
+		err := p.resolve(root, entry, want, &missing)
 		var link *linkError
 		switch {
 		case errors.As(err, &link):
 			return nil, &SpecError{Field: fmt.Sprintf("Protected[%d]", i), Msg: err.Error(),
 				Fix: "replace the link with what it names, or remove the entry from sandbox.protected"}
 		case err != nil:
-			return nil, fmt.Errorf("protected path %s: %w; dsh must be able to make it read-only (give dsh's user write access to the workspace, or remove the entry from sandbox.protected)", entry, err)
+			return nil, protectError(entry, err)
 		}
+	}
+	if err := p.makePlaceholders(root, missing, want); err != nil {
+		return nil, err
 	}
 	for _, rel := range inside {
 		if err := p.pinParents(root, rel, want); err != nil {
@@ -231,8 +252,21 @@ func openBeneath(root int, rel string, flags int) (int, error) {
 	return unix.Openat2(root, rel, &unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: beneath})
 }
 
-// resolve walks entry's components and records the mounts it needs.
-func (p *Protection) resolve(root int, entry string, want map[string]bool) error {
+// protectError is a protected path entry that cannot be made read-only.
+func protectError(entry string, err error) error {
+	return fmt.Errorf("protected path %s: %w; dsh must be able to make it read-only (give dsh's user write access to the workspace, or remove the entry from sandbox.protected)", entry, err)
+}
+
+// missingPath is the first missing component of a protected path entry,
+// where a placeholder is to be made (makePlaceholders).
+type missingPath struct {
+	rel, entry string
+	dir        bool
+}
+
+// resolve walks entry's components and records the mounts it needs, and
+// in missing the placeholder it needs.
+func (p *Protection) resolve(root int, entry string, want map[string]bool, missing *[]missingPath) error {
 	isDir := strings.HasSuffix(entry, "/")
 	comps := strings.Split(strings.TrimSuffix(entry, "/"), "/")
 	for i := range comps {
@@ -249,11 +283,8 @@ func (p *Protection) resolve(root int, entry string, want map[string]bool) error
 		}
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			if err := p.makePlaceholder(root, rel, isDir || !last); errors.Is(err, errCannotCreate) {
-				return nil
-			} else if err != nil {
-				return err
-			}
+			// Read-only with everything below, once made.
+			*missing = append(*missing, missingPath{rel: rel, entry: entry, dir: isDir || !last})
 			want[rel] = true
 			return nil
 		case errors.Is(err, unix.ELOOP) || err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
@@ -310,6 +341,41 @@ func (e *linkError) Error() string {
 // process, whose ids the world has, may not write the directory.
 var errCannotCreate = errors.New("the world cannot create it either")
 
+// makePlaceholders makes a placeholder at each missing path. All are
+// written down in the journal first, in one write: a dsh that dies from
+// here on leaves their record to the next start; and once made, with
+// their identities, in another. One the world could not create either
+// gets no mount.
+func (p *Protection) makePlaceholders(root int, missing []missingPath, want map[string]bool) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	planned := make([]journalEntry, len(missing))
+	for i, m := range missing {
+		planned[i] = journalEntry{Rel: m.rel, Dir: m.dir}
+	}
+	if err := p.journal.add(planned...); err != nil {
+		return err
+	}
+	var madeErr error
+	for _, m := range missing {
+		err := p.makePlaceholder(root, m.rel, m.dir)
+		if errors.Is(err, errCannotCreate) {
+			delete(want, m.rel)
+		} else if err != nil {
+			madeErr = protectError(m.entry, err)
+			break
+		}
+	}
+	var made []journalEntry
+	for _, ph := range p.made {
+		if !ph.unknown {
+			made = append(made, journalEntry{Rel: ph.rel, Made: true, Dev: ph.dev, Ino: ph.ino, Born: ph.born})
+		}
+	}
+	return errors.Join(madeErr, p.journal.add(made...))
+}
+
 // makePlaceholder makes an empty directory or file at rel, whose parent
 // exists (it was just resolved beneath the workspace).
 func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
@@ -341,12 +407,38 @@ func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
 	if err != nil {
 		return fmt.Errorf("making the read-only placeholder %s in the workspace %s: %w (dsh makes one where a protected path is missing, so that no world can create it)", rel, p.ws, err)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	ph := placeholder{rel: rel, dir: dir, content: placeholderContent[rel]}
+	st, err := statID(pfd, name, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		// Close removes it if it is still empty, as its record says.
+		ph.unknown = true
+		p.made = append(p.made, ph)
 		return err
 	}
-	p.made = append(p.made, placeholder{rel: rel, dir: dir, content: placeholderContent[rel], dev: st.Dev, ino: st.Ino})
+	ph.dev, ph.ino, ph.born = st.dev, st.ino, st.born
+	p.made = append(p.made, ph)
 	return nil
+}
+
+// fileID is what remove checks of a placeholder before removing it.
+type fileID struct {
+	dev, ino uint64
+	born     int64 // birth time (ns); 0 where the file system keeps none
+	mode     uint16
+	size     uint64
+}
+
+// statID stats path under dirfd (flags as statx takes them).
+func statID(dirfd int, path string, flags int) (fileID, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(dirfd, path, flags, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_SIZE|unix.STATX_BTIME, &st); err != nil {
+		return fileID{}, err
+	}
+	id := fileID{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, mode: st.Mode, size: st.Size}
+	if st.Mask&unix.STATX_BTIME != 0 {
+		id.born = st.Btime.Sec*1e9 + int64(st.Btime.Nsec)
+	}
+	return id, nil
 }
 
 // hold takes a shared lock on a read-only path for the world's life: a
@@ -367,8 +459,9 @@ func (p *Protection) hold(root int, rel string) error {
 }
 
 // Close removes the placeholders PrepareProtected made that are still
-// the file (as it wrote it) or empty directory it made and that no other world holds. Call
-// it once the world's processes are gone. Safe on a nil Protection.
+// the file (as it wrote it) or empty directory it made and that no other
+// world holds, and then their journal. Call it once the world's
+// processes are gone. Safe on a nil Protection.
 func (p *Protection) Close() error {
 	if p == nil {
 		return nil
@@ -377,11 +470,22 @@ func (p *Protection) Close() error {
 		f.Close()
 	}
 	p.held = nil
+	if err := p.removeMade(); err != nil {
+		// The journal stays for the next start (ReapProtected) to try
+		// again once this process is gone.
+		p.journal.close()
+		return err
+	}
+	return p.journal.remove()
+}
+
+func (p *Protection) removeMade() error {
 	if len(p.made) == 0 {
 		return nil
 	}
 	root, err := unix.Open(p.ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		p.made = nil
 		return nil // the workspace is gone, and its placeholders with it
 	}
 	defer unix.Close(root)
@@ -406,9 +510,12 @@ func (p *Protection) remove(root int, ph placeholder) error {
 		return nil // moved or removed meanwhile: not ours to touch
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Dev != ph.dev || st.Ino != ph.ino || !ph.dir && st.Size != int64(len(ph.content)) {
+	st, err := statID(fd, "", unix.AT_EMPTY_PATH)
+	if err != nil || !ph.unknown && (st.dev != ph.dev || st.ino != ph.ino || st.born != ph.born) || !ph.dir && st.size != uint64(len(ph.content)) {
 		return nil
+	}
+	if isDir := st.mode&unix.S_IFMT == unix.S_IFDIR; isDir != ph.dir || !isDir && st.mode&unix.S_IFMT != unix.S_IFREG {
+		return nil // not the kind of thing dsh made there
 	}
 	if !ph.dir && ph.content != "" {
 		b := make([]byte, len(ph.content)+1)

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dsh-dev/dsh/internal/testenv"
 )
 
 func mounts(ws string, p *Protection) []string {
@@ -17,19 +19,6 @@ func mounts(ws string, p *Protection) []string {
 			kind = "ro"
 		}
 		out = append(out, kind+" "+strings.TrimPrefix(m.Path, ws+"/"))
-	}
-	return out
-}
-
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, d := range des {
-		out = append(out, d.Name())
 	}
 	return out
 }
@@ -48,7 +37,7 @@ func TestPrepareProtectedRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := PrepareProtected(ws, DefaultProtected, nil, false)
+	p, err := PrepareProtected(ws, DefaultProtected, nil, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +58,10 @@ func TestPrepareProtectedRepository(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := entries(t, filepath.Join(ws, ".git")), []string{"config", "hooks", "info", "objects"}; !reflect.DeepEqual(got, want) {
+	if got, want := testenv.DirNames(t, filepath.Join(ws, ".git")), []string{"config", "hooks", "info", "objects"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after Close .git holds %q, want %q", got, want)
 	}
-	if got, want := entries(t, ws), []string{".git", "dsh.yaml"}; !reflect.DeepEqual(got, want) {
+	if got, want := testenv.DirNames(t, ws), []string{".git", "dsh.yaml"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after Close the workspace holds %q, want %q", got, want)
 	}
 }
@@ -81,7 +70,7 @@ func TestPrepareProtectedRepository(t *testing.T) {
 // placeholder that covers config, hooks and info.
 func TestPrepareProtectedEmpty(t *testing.T) {
 	ws := t.TempDir()
-	p, err := PrepareProtected(ws, DefaultProtected, nil, false)
+	p, err := PrepareProtected(ws, DefaultProtected, nil, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +78,11 @@ func TestPrepareProtectedEmpty(t *testing.T) {
 	if got := mounts(ws, p); !reflect.DeepEqual(got, want) {
 		t.Errorf("mounts %q, want %q", got, want)
 	}
-	if got := entries(t, filepath.Join(ws, ".git")); len(got) != 0 {
+	if got := testenv.DirNames(t, filepath.Join(ws, ".git")); len(got) != 0 {
 		t.Errorf("the .git placeholder holds %q", got)
 	}
 	p.Close()
-	if got := entries(t, ws); len(got) != 0 {
+	if got := testenv.DirNames(t, ws); len(got) != 0 {
 		t.Errorf("after Close the workspace holds %q", got)
 	}
 }
@@ -102,21 +91,21 @@ func TestPrepareProtectedEmpty(t *testing.T) {
 // world on the same workspace still holds.
 func TestPrepareProtectedCloseLeaves(t *testing.T) {
 	ws := t.TempDir()
-	a, err := PrepareProtected(ws, []string{"dsh.yaml", ".dsh/"}, nil, false)
+	a, err := PrepareProtected(ws, []string{"dsh.yaml", ".dsh/"}, nil, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := PrepareProtected(ws, []string{".dsh/"}, nil, false)
+	b, err := PrepareProtected(ws, []string{".dsh/"}, nil, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(ws, "dsh.yaml"), []byte("written by the user meanwhile"), 0o644)
 	a.Close()
-	if got, want := entries(t, ws), []string{".dsh", "dsh.yaml"}; !reflect.DeepEqual(got, want) {
+	if got, want := testenv.DirNames(t, ws), []string{".dsh", "dsh.yaml"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after the first Close the workspace holds %q, want %q", got, want)
 	}
 	b.Close()
-	if got, want := entries(t, ws), []string{".dsh", "dsh.yaml"}; !reflect.DeepEqual(got, want) {
+	if got, want := testenv.DirNames(t, ws), []string{".dsh", "dsh.yaml"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("the second world made nothing, so removes nothing: %q, want %q", got, want)
 	}
 }
@@ -129,12 +118,12 @@ func TestPrepareProtectedSymlink(t *testing.T) {
 		if err := os.Symlink("/etc", filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := PrepareProtected(ws, DefaultProtected, nil, false)
+		_, err := PrepareProtected(ws, DefaultProtected, nil, false, "")
 		var se *SpecError
 		if !errors.As(err, &se) || !strings.HasPrefix(se.Field, "Protected[") || !strings.Contains(se.Msg, link+" in the workspace") || !strings.Contains(se.Msg, "symbolic link") {
 			t.Errorf("%s a link: %v", link, err)
 		}
-		if got := entries(t, ws); !reflect.DeepEqual(got, []string{link}) {
+		if got := testenv.DirNames(t, ws); !reflect.DeepEqual(got, []string{link}) {
 			t.Errorf("%s a link: the workspace holds %q after the refusal", link, got)
 		}
 	}
@@ -145,7 +134,7 @@ func TestPrepareProtectedSymlink(t *testing.T) {
 func TestPrepareProtectedGitFile(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: /elsewhere\n"), 0o644)
-	p, err := PrepareProtected(ws, []string{".git/config", ".git/hooks/"}, nil, false)
+	p, err := PrepareProtected(ws, []string{".git/config", ".git/hooks/"}, nil, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +153,7 @@ func TestPrepareProtectedPinsMasksParents(t *testing.T) {
 	os.MkdirAll(filepath.Join(ws, "real/x/y"), 0o700)
 	os.Symlink("real", filepath.Join(ws, "link"))
 	masks := []string{ws + "/.config/dsh", ws + "/link/x/y", ws + "/missing/a/b", "/etc/shadow", "~/.ssh"}
-	p, err := PrepareProtected(ws, nil, masks, false)
+	p, err := PrepareProtected(ws, nil, masks, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +162,7 @@ func TestPrepareProtectedPinsMasksParents(t *testing.T) {
 	if got, want := mounts(ws, p), []string{"pin .config", "pin real", "pin real/x"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("mounts %q, want %q", got, want)
 	}
-	p2, err := PrepareProtected(ws, []string{".config/"}, masks[:1], false)
+	p2, err := PrepareProtected(ws, []string{".config/"}, masks[:1], false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +196,11 @@ func TestPrepareProtectedUnwritable(t *testing.T) {
 	ws := t.TempDir()
 	os.Chmod(ws, 0o555)
 	defer os.Chmod(ws, 0o755)
-	p, err := PrepareProtected(ws, DefaultProtected, nil, true)
+	p, err := PrepareProtected(ws, DefaultProtected, nil, true, "")
 	if err != nil || len(p.Mounts) != 0 {
 		t.Errorf("world with the caller's ids: %v, %v", p, err)
 	}
-	if _, err := PrepareProtected(ws, DefaultProtected, nil, false); err == nil || !strings.Contains(err.Error(), "placeholder") || !strings.Contains(err.Error(), "write access to the workspace") {
+	if _, err := PrepareProtected(ws, DefaultProtected, nil, false, ""); err == nil || !strings.Contains(err.Error(), "placeholder") || !strings.Contains(err.Error(), "write access to the workspace") {
 		t.Errorf("another world identity: %v", err)
 	}
 }

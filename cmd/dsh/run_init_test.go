@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,9 +23,19 @@ import (
 // configuration.
 func dshCommand(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
+	return newDshHome(t).command(args...)
+}
+
+// dshHome is an unprivileged user's copy of the built dsh, with a
+// workspace and a runtime directory that every command it makes shares.
+type dshHome struct{ dir, bin, ws, run string }
+
+const nobody = 65534
+
+func newDshHome(t *testing.T) *dshHome {
+	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireUserNS(t)
-	const nobody = 65534
 	dir, err := os.MkdirTemp("", "dsh-initsig-")
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +60,15 @@ func dshCommand(t *testing.T, args ...string) *exec.Cmd {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"run", "--driver", "native", "--no-limits"}, args...)...)
-	cmd.Dir = ws
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_CONFIG_HOME=" + ws, "XDG_RUNTIME_DIR=" + run}
+	return &dshHome{dir: dir, bin: bin, ws: ws, run: run}
+}
+
+// command is dsh "run --driver native --no-limits ARGS" in h's
+// workspace, as the unprivileged user.
+func (h *dshHome) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(h.bin, append([]string{"run", "--driver", "native", "--no-limits"}, args...)...)
+	cmd.Dir = h.ws
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + h.dir, "XDG_CONFIG_HOME=" + h.ws, "XDG_RUNTIME_DIR=" + h.run}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	return cmd
 }
@@ -129,4 +146,50 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return kids
+}
+
+// TestRunKilledLeavesTheWorkspaceToTheNextRun: a dsh run killed while
+// its command runs leaves the placeholders it made where the workspace
+// lacks a protected path (an empty dsh.yaml, .git, .envrc …, which the
+// user's tools and dsh itself would read); the next dsh run removes them,
+// and the workspace then holds what it held before the killed run.
+func TestRunKilledLeavesTheWorkspaceToTheNextRun(t *testing.T) {
+	h := newDshHome(t)
+	if err := os.WriteFile(filepath.Join(h.ws, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() {
+		t.Helper()
+		cmd := h.command("--", "true")
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		if code := runStatus(t, cmd, cmd.Run()); code != 0 {
+			t.Fatalf("dsh run -- true: status %d, stderr %q", code, errOut.String())
+		}
+	}
+	run()
+	before := testenv.DirNames(t, h.ws) // the user's file, and dsh's own config directory
+
+	cmd := h.command("--", "sh", "-c", "echo started; sleep 60")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
+		t.Fatalf("first line of the command: %q, %v", line, err)
+	}
+	if _, err := os.Lstat(filepath.Join(h.ws, "dsh.yaml")); err != nil {
+		t.Fatalf("the running world has no placeholder for dsh.yaml (%v): this test would prove nothing", err)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	run()
+	if after := testenv.DirNames(t, h.ws); !slices.Equal(after, before) {
+		t.Errorf("the workspace after the next run holds %q, want what it held before the killed run, %q", after, before)
+	}
 }

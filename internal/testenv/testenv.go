@@ -91,3 +91,17 @@ func userNSAvailable() (bool, string) {
 func writable(path string) bool {
 	return exec.Command("test", "-w", path).Run() == nil
 }
+
+// DirNames lists the names in dir, sorted.
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

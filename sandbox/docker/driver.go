@@ -172,7 +172,15 @@ func (d *Driver) Open(ctx context.Context, spec *sandbox.Spec, opts *sandbox.Ope
 		Labels:     labels,
 	}
 	plan.Home, _ = os.UserHomeDir()
-	if w.protection, err = sandbox.PrepareProtected(spec.Workspace, spec.Protected, spec.Masks, false); err != nil {
+	jdir, err := journalDir()
+	if err != nil {
+		return nil, err
+	}
+	// A dead dsh's placeholders go first: left in this workspace, they
+	// would read below as the user's own paths, which no world removes.
+	// (Reap reports what it cannot remove.)
+	_ = reapPlaceholders(jdir, d.owner.host)
+	if w.protection, err = sandbox.PrepareProtected(spec.Workspace, spec.Protected, spec.Masks, false, filepath.Join(jdir, d.owner.journalName(w.id))); err != nil {
 		return nil, invalid(err)
 	}
 	plan.Protected = w.protection.Mounts

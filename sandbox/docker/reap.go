@@ -22,7 +22,8 @@ import (
 // Containers of running dsh processes and of other hosts are left alone.
 // Host files of worlds whose container is gone (resolv.conf, the egress
 // socket) are removed too, once they are old enough not to belong to a
-// world another dsh is opening right now.
+// world another dsh is opening right now, and the placeholders dead
+// owners' worlds made in their workspaces.
 func (d *Driver) Reap(ctx context.Context) error {
 	f := filters.NewArgs(filters.Arg("label", sandbox.LabelManaged+"=true"))
 	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
@@ -42,6 +43,12 @@ func (d *Driver) Reap(ctx context.Context) error {
 		if err := d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("docker: removing container %s: %w", c.ID[:12], err))
 		}
+	}
+	// Their containers gone, the placeholders they bound go too.
+	if jdir, err := journalDir(); err != nil {
+		errs = append(errs, err)
+	} else if err := reapPlaceholders(jdir, d.owner.host); err != nil {
+		errs = append(errs, err)
 	}
 	if err := reapHostFiles(os.TempDir(), live, time.Now().Add(-hostFilesGrace)); err != nil {
 		errs = append(errs, err)

@@ -98,3 +98,39 @@ func TestReapHostFilesOnlyOldAndDead(t *testing.T) {
 		}
 	}
 }
+
+// The placeholders a world of a dead dsh left in its workspace go with
+// its journal; a live dsh's stay (no docker engine needed).
+func TestReapPlaceholdersOfDeadOwnersOnly(t *testing.T) {
+	dir := t.TempDir()
+	me := self()
+	dead := me
+	dead.pid = deadPID(t)
+	// What a dsh that died between its placeholders' plan and their
+	// record leaves; the sandbox package's tests cover the rest.
+	leave := func(o owner, world string) string {
+		ws := t.TempDir()
+		if err := os.Mkdir(filepath.Join(ws, ".dsh"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		journal := "ws \"" + ws + "\"\nplan \".dsh\" dir\n"
+		if err := os.WriteFile(filepath.Join(dir, o.journalName(world)), []byte(journal), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	deadWS, liveWS := leave(dead, "a"), leave(me, "b")
+	if err := reapPlaceholders(dir, me.host); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(deadWS, ".dsh")); !os.IsNotExist(err) {
+		t.Errorf("the dead owner's placeholder is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(liveWS, ".dsh")); err != nil {
+		t.Errorf("the live owner's placeholder is gone: %v", err)
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 1 || left[0].Name() != me.journalName("b") {
+		t.Errorf("journals left: %v, want the live owner's alone", left)
+	}
+}

@@ -166,7 +166,7 @@ func delegateCgroups(t *testing.T, uid, gid int) string {
 		t.Skip(msg)
 	}
 	remove := func() error {
-		reap("", unprivCgroupParent)
+		_, _ = reap("", unprivCgroupParent)
 		var errs []error
 		for _, c := range v1Controllers {
 			if err := syscall.Rmdir(filepath.Join(cgroupRoot, c, unprivCgroupParent)); err != nil && err != syscall.ENOENT {

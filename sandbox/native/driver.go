@@ -69,8 +69,8 @@ func (d *Driver) Reap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reap(base, parent)
-	return nil
+	_, err = reap(base, parent)
+	return err
 }
 
 func (d *Driver) cgroupParent() (string, error) {

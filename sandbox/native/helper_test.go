@@ -78,7 +78,7 @@ func testHelper(args []string) int {
 		r := New(&Options{StateDir: args[2]}).Inspect(context.Background())
 		fmt.Printf("probe userns=%v ready=%v problems=%q\n", r.UserNamespaces, r.Ready(), r.Problems)
 		return 0
-	case "crash": // crash: open a world, start a sleeper, report, wait to be killed
+	case "crash": // crash STATE WS: open a world on WS, start a sleeper, report, wait to be killed
 		return crashHelper(args[1:])
 	}
 	fmt.Println("helper: unknown command", args[0])
@@ -155,13 +155,8 @@ func errnoName(e syscall.Errno) string {
 // crashHelper opens a world in a state directory given as args[0],
 // starts a long sleeper in it, prints "world <id>" and waits to be killed.
 func crashHelper(args []string) int {
-	ws, err := os.MkdirTemp("", "dsh-crash-ws-")
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
 	d := New(&Options{StateDir: args[0]})
-	spec := sandbox.DefaultSpec(ws)
+	spec := sandbox.DefaultSpec(args[1])
 	in, err := d.Open(context.Background(), spec, nil)
 	if err != nil {
 		fmt.Println("open:", err)

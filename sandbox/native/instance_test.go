@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -288,6 +289,10 @@ func TestPidsLimitStopsForkBomb(t *testing.T) {
 	}
 }
 
+// A dsh killed while its world runs leaves the world's cgroup, and the
+// placeholders of the protected paths missing from its workspace: the
+// next start removes both (and a workspace holding only what its user
+// put there is left as it was).
 func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
 	testenv.RequireUserNS(t)
 	testenv.RequireCgroups(t)
@@ -295,7 +300,11 @@ func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
 		t.Skip("this test reads the v1 pids hierarchy")
 	}
 	state := stateDir(t)
-	cmd := exec.Command(testExe(t), helperArg, "crash", state)
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testExe(t), helperArg, "crash", state, ws)
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -331,7 +340,10 @@ func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
 		}
 	}
 	// The empty cgroup remains until the next start reaps it.
-	removed := reap(state, cgroupParent)
+	removed, err := reap(state, cgroupParent)
+	if err != nil {
+		t.Errorf("reap: %v", err)
+	}
 	if len(removed) == 0 {
 		t.Errorf("reap found nothing to remove after the crash")
 	}
@@ -339,6 +351,12 @@ func TestCrashOfDshLeavesNothingAfterNextStart(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cgroupRoot, c, cgroupParent, id)); err == nil {
 			t.Errorf("cgroup %s/%s/%s survived the next start", c, cgroupParent, id)
 		}
+	}
+	if got := testenv.DirNames(t, ws); !reflect.DeepEqual(got, []string{"notes.txt"}) {
+		t.Errorf("the workspace after the next start holds %q, want only the user's notes.txt (no placeholder of the crashed world)", got)
+	}
+	if got := testenv.DirNames(t, state); len(got) != 0 {
+		t.Errorf("the state directory after the next start holds %q, want nothing of the crashed world", got)
 	}
 }
 
@@ -413,8 +431,9 @@ for s in /proc/1/task/*/status; do grep -E '^(Uid|Gid|Groups|CapPrm|CapEff|CapBn
 }
 
 // A world makes nothing on the host for its root: its mount point is the
-// state directory itself, in the init's own mount namespace. The state
-// directory holds nothing of a world while it runs or after it closed.
+// state directory itself, in the init's own mount namespace. While it
+// runs the state directory holds only the journal of the placeholders
+// it made in its workspace; after it closed, nothing of it.
 func TestWorldMakesNothingInTheStateDirectory(t *testing.T) {
 	testenv.RequireUserNS(t)
 	state := stateDir(t)
@@ -425,12 +444,12 @@ func TestWorldMakesNothingInTheStateDirectory(t *testing.T) {
 	if out, _, st := run(t, in, nil, "/bin/sh", "-c", "ls -A "+state+"; echo listed"); out != "listed\n" || st.Code != 0 {
 		t.Errorf("inside, the state directory lists %q (%v), want it masked and empty", out, st)
 	}
-	entries, _ := os.ReadDir(state)
-	if len(entries) > 0 {
-		t.Errorf("while a world runs the state directory holds %v, want nothing", entries)
+	journal := in.(*instance).l.id + sandbox.JournalSuffix
+	if got := testenv.DirNames(t, state); !reflect.DeepEqual(got, []string{journal}) {
+		t.Errorf("while a world runs the state directory holds %q, want only its placeholders' journal %s", got, journal)
 	}
 	in.Close()
-	if entries, _ = os.ReadDir(state); len(entries) > 0 {
+	if entries, _ := os.ReadDir(state); len(entries) > 0 {
 		t.Errorf("after Close the state directory holds %v, want nothing", entries)
 	}
 }

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,11 +142,13 @@ func parseWorldID(id string) (owner, bool) {
 	return owner{pid, st}, true
 }
 
-// reap removes what crashed dsh processes left behind: cgroups and state
-// directories of worlds whose owner is gone, in state directory base and
-// cgroup parent. Live worlds (this process's or another dsh's) are left
-// alone. It reports what it removed.
-func reap(base, parent string) (removed []string) {
+// reap removes what crashed dsh processes left behind: cgroups, the
+// placeholders their worlds made in their workspaces (reapPlaceholders)
+// and state directories of worlds whose owner is gone, in state
+// directory base and cgroup parent. Live worlds (this process's or
+// another dsh's) are left alone. It reports what it removed, and why it
+// could not remove a world's placeholders.
+func reap(base, parent string) (removed []string, err error) {
 	for _, id := range leftoverCgroups(parent) {
 		if o, ok := parseWorldID(id); ok && !o.alive() {
 			if cg, err := loadCgroup(parent, id); err == nil {
@@ -154,14 +157,46 @@ func reap(base, parent string) (removed []string) {
 			}
 		}
 	}
+	// Their processes are gone with their cgroups: the placeholders next.
+	reaped, err := reapPlaceholders(base)
+	removed = append(removed, reaped...)
 	// Directories of worlds an older dsh made.
 	entries, _ := os.ReadDir(base)
 	for _, e := range entries {
-		if o, ok := parseWorldID(e.Name()); ok && !o.alive() {
+		if o, ok := parseWorldID(e.Name()); ok && !o.alive() && !strings.HasSuffix(e.Name(), sandbox.JournalSuffix) {
 			if os.RemoveAll(filepath.Join(base, e.Name())) == nil {
 				removed = append(removed, "state "+e.Name())
 			}
 		}
 	}
-	return removed
+	return removed, err
+}
+
+// journalPath is where a world records the placeholders it makes in its
+// workspace (sandbox.PrepareProtected), named after the world and its
+// owner as its state is (stateName).
+func journalPath(base, stateName string) string {
+	return filepath.Join(base, stateName+sandbox.JournalSuffix)
+}
+
+// reapPlaceholders removes the placeholders that worlds of dead dsh
+// processes left in their workspaces, by their journals in base
+// (sandbox.ReapProtected).
+func reapPlaceholders(base string) (removed []string, err error) {
+	entries, _ := os.ReadDir(base)
+	var errs []error
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), sandbox.JournalSuffix)
+		if !ok {
+			continue
+		}
+		if o, ok := parseWorldID(name); ok && !o.alive() {
+			if err := sandbox.ReapProtected(filepath.Join(base, e.Name())); err != nil {
+				errs = append(errs, fmt.Errorf("world %s: %w", name, err))
+				continue
+			}
+			removed = append(removed, "placeholders "+name)
+		}
+	}
+	return removed, errors.Join(errs...)
 }

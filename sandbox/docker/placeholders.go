@@ -1,0 +1,76 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/dsh-dev/dsh/sandbox"
+)
+
+// The journals of the placeholders a world makes in its workspace
+// (sandbox.PrepareProtected) live in dsh's own directory, which no world
+// is given: root's is MappedDir, another user's a private directory in
+// the temporary directory. Each is named after its owner, as the
+// containers' labels name it, so the next start removes those of a dsh
+// that died without closing its worlds (reapPlaceholders).
+
+// journalDir returns the directory of this user's journals, made if
+// missing; it refuses one that another user could write or own.
+func journalDir() (string, error) {
+	uid := os.Getuid()
+	dir := MappedDir
+	if uid != 0 {
+		dir = filepath.Join(os.TempDir(), "dsh-docker-"+strconv.Itoa(uid))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("docker: making %s for the journals of workspace placeholders: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("docker: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != uid || fi.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("docker: %s must be a directory of uid %d that no one else may write (mode %04o); remove it (as its owner or root) and retry", dir, uid, fi.Mode().Perm())
+	}
+	return dir, nil
+}
+
+// journalName names a world's journal after its owner and the world.
+func (o owner) journalName(worldID string) string {
+	return strconv.Itoa(o.pid) + "-" + o.start + "-" + worldID + sandbox.JournalSuffix
+}
+
+// reapPlaceholders removes the placeholders that worlds of dead dsh
+// processes on this host left in their workspaces, by their journals in
+// dir (sandbox.ReapProtected).
+func reapPlaceholders(dir, host string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), sandbox.JournalSuffix)
+		if !ok {
+			continue
+		}
+		f := strings.SplitN(name, "-", 3)
+		if len(f) != 3 {
+			continue
+		}
+		labels := map[string]string{sandbox.LabelOwnerHost: host, sandbox.LabelOwnerPID: f[0], sandbox.LabelOwnerStart: f[1]}
+		if !ownerGone(labels, host) {
+			continue
+		}
+		if err := sandbox.ReapProtected(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("docker: world %s: %w", f[2], err))
+		}
+	}
+	return errors.Join(errs...)
+}
