@@ -262,6 +262,9 @@ func protectError(entry string, err error) error {
 type missingPath struct {
 	rel, entry string
 	dir        bool
+	// found is another world's placeholder at rel, which this one adopts
+	// rather than makes (adoptable).
+	found *fileID
 }
 
 // resolve walks entry's components and records the mounts it needs, and
@@ -292,6 +295,16 @@ func (p *Protection) resolve(root int, entry string, want map[string]bool, missi
 			return &linkError{rel: rel, ws: p.ws, target: target}
 		case err != nil:
 			return fmt.Errorf("%s in the workspace %s: %w", rel, p.ws, err)
+		}
+		if id, ok := p.adoptable(root, rel, st.Mode); ok {
+			// Another world's placeholder: read-only with everything
+			// below, as in that world, and removed by whichever closes
+			// last.
+			*missing = append(*missing, missingPath{rel: rel, entry: entry, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, found: &id})
+			want[rel] = true
+			return nil
+		}
+		switch {
 		case last || st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			// The path itself, or a file where its directory would be.
 			want[rel] = true
@@ -359,6 +372,10 @@ func (p *Protection) makePlaceholders(root int, missing []missingPath, want map[
 	}
 	var madeErr error
 	for _, m := range missing {
+		if m.found != nil {
+			p.made = append(p.made, placeholder{rel: m.rel, dir: m.dir, content: placeholderContent[m.rel], dev: m.found.dev, ino: m.found.ino, born: m.found.born})
+			continue
+		}
 		err := p.makePlaceholder(root, m.rel, m.dir)
 		if errors.Is(err, errCannotCreate) {
 			delete(want, m.rel)
@@ -390,16 +407,24 @@ func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
 		pfd = fd
 	}
 	var err error
+	fd := -1
 	if dir {
-		err = unix.Mkdirat(pfd, name, 0o755)
-	} else {
-		var fd int
-		if fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
-			if c := placeholderContent[rel]; c != "" {
-				_, err = unix.Write(fd, []byte(c))
-			}
-			unix.Close(fd)
+		if err = unix.Mkdirat(pfd, name, 0o755); err == nil {
+			fd, err = unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		}
+	} else if fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+		if c := placeholderContent[rel]; c != "" {
+			_, err = unix.Write(fd, []byte(c))
+		}
+	}
+	if fd >= 0 {
+		// The mark by which another world on this workspace adopts it
+		// (adoptable). A file system without user attributes gets none:
+		// the placeholder is then removed only by the world that made it.
+		if err == nil {
+			_ = unix.Fsetxattr(fd, placeholderMark, []byte{'1'}, 0)
+		}
+		unix.Close(fd)
 	}
 	if errors.Is(err, unix.EROFS) || p.worldIsCaller && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
 		return errCannotCreate // no world can create anything there either
@@ -418,6 +443,60 @@ func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
 	ph.dev, ph.ino, ph.born = st.dev, st.ino, st.born
 	p.made = append(p.made, ph)
 	return nil
+}
+
+// placeholderMark is the extended attribute every placeholder carries.
+// No world can set it on a protected path: each is read-only in every
+// world, and one that is missing gets a placeholder before any world
+// runs.
+const placeholderMark = "user.dsh.placeholder"
+
+// adoptable reports whether rel (of mode, as found) is another world's
+// placeholder as it made it: marked (placeholderMark), and still the
+// empty directory or the file with the placeholder's content. This
+// world then adopts it, so that whichever world on the workspace closes
+// last removes it; without that, a world that found it would keep it
+// (not its own) and the world that made it could not remove it while
+// the other held it. A marked path the user has since filled is the
+// user's.
+func (p *Protection) adoptable(root int, rel string, mode uint32) (fileID, bool) {
+	kind := mode & unix.S_IFMT
+	if kind != unix.S_IFDIR && kind != unix.S_IFREG {
+		return fileID{}, false
+	}
+	fd, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return fileID{}, false
+	}
+	defer unix.Close(fd)
+	if n, err := unix.Fgetxattr(fd, placeholderMark, make([]byte, 1)); err != nil || n != 1 {
+		return fileID{}, false
+	}
+	id, err := statID(fd, "", unix.AT_EMPTY_PATH)
+	if err != nil || uint32(id.mode)&unix.S_IFMT != kind {
+		return fileID{}, false
+	}
+	if kind == unix.S_IFDIR {
+		return id, emptyDir(fd)
+	}
+	want := placeholderContent[rel]
+	if id.size != uint64(len(want)) {
+		return fileID{}, false
+	}
+	b := make([]byte, len(want)+1)
+	n, _ := unix.Pread(fd, b, 0)
+	return id, string(b[:n]) == want
+}
+
+// emptyDir reports whether the directory open at fd holds no entry.
+func emptyDir(fd int) bool {
+	buf := make([]byte, 4096)
+	n, err := unix.ReadDirent(fd, buf)
+	if err != nil {
+		return false
+	}
+	_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+	return len(names) == 0 // ParseDirent leaves out . and ..
 }
 
 // fileID is what remove checks of a placeholder before removing it.

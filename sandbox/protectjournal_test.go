@@ -206,3 +206,42 @@ func TestPrepareProtectedJournalTaken(t *testing.T) {
 		t.Errorf("the workspace holds %q", got)
 	}
 }
+
+// Two worlds on one workspace: the second finds the first's placeholders,
+// adopts them rather than making its own beneath them, and whichever
+// closes last removes them, in either order.
+func TestOverlappingWorldsLeaveNoPlaceholders(t *testing.T) {
+	for _, firstClosesFirst := range []bool{true, false} {
+		ws, state := t.TempDir(), t.TempDir()
+		a, err := PrepareProtected(ws, DefaultProtected, nil, false, filepath.Join(state, "a"+JournalSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := testenv.DirNames(t, ws)
+		b, err := PrepareProtected(ws, DefaultProtected, nil, false, filepath.Join(state, "b"+JournalSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := testenv.DirNames(t, filepath.Join(ws, ".git")); len(got) != 0 {
+			t.Errorf("the second world made %q inside the first's .git placeholder", got)
+		}
+		if got, want := mounts(ws, b), mounts(ws, a); !reflect.DeepEqual(got, want) {
+			t.Errorf("the second world mounts %q, the first %q", got, want)
+		}
+		first, last := a, b
+		if !firstClosesFirst {
+			first, last = b, a
+		}
+		first.Close()
+		if got := testenv.DirNames(t, ws); !reflect.DeepEqual(got, made) {
+			t.Errorf("with a world still open the workspace holds %q, want its placeholders %q", got, made)
+		}
+		last.Close()
+		if got := testenv.DirNames(t, ws); len(got) != 0 {
+			t.Errorf("first closes first %v: after both closed the workspace holds %q", firstClosesFirst, got)
+		}
+		if got := testenv.DirNames(t, state); len(got) != 0 {
+			t.Errorf("first closes first %v: journals left: %q", firstClosesFirst, got)
+		}
+	}
+}

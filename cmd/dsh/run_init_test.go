@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,5 +192,57 @@ func TestRunKilledLeavesTheWorkspaceToTheNextRun(t *testing.T) {
 	run()
 	if after := testenv.DirNames(t, h.ws); !slices.Equal(after, before) {
 		t.Errorf("the workspace after the next run holds %q, want what it held before the killed run, %q", after, before)
+	}
+}
+
+// TestOverlappingRunsLeaveTheWorkspaceAsItWas: two dsh runs in one
+// workspace, the second started while the first runs and ending after
+// it: the second adopts the first's placeholders (it cannot make its
+// own where they are), the first cannot remove them while the second
+// holds them, and the second removes them when it ends.
+func TestOverlappingRunsLeaveTheWorkspaceAsItWas(t *testing.T) {
+	h := newDshHome(t)
+	if err := h.command("--", "true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	before := testenv.DirNames(t, h.ws)
+	type running struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+	}
+	start := func() running {
+		t.Helper()
+		cmd := h.command("--", "sh", "-c", "echo started; read x")
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
+			t.Fatalf("first line of the command: %q, %v", line, err)
+		}
+		return running{cmd, stdin}
+	}
+	end := func(r running) {
+		t.Helper()
+		io.WriteString(r.stdin, "end\n")
+		r.stdin.Close()
+		if err := r.cmd.Wait(); err != nil {
+			t.Fatalf("dsh run: %v", err)
+		}
+	}
+	first := start()
+	second := start()
+	end(first)
+	end(second)
+	if after := testenv.DirNames(t, h.ws); !slices.Equal(after, before) {
+		t.Errorf("after two overlapping runs the workspace holds %q, want what it held before, %q", after, before)
 	}
 }
