@@ -14,21 +14,23 @@ import (
 
 // The journals of the placeholders a world makes in its workspace
 // (sandbox.PrepareProtected) live in dsh's own directory, which no world
-// is given: root's is MappedDir, another user's a private directory in
-// the temporary directory. Each is named after its owner, as the
-// containers' labels name it, so the next start removes those of a dsh
-// that died without closing its worlds (reapPlaceholders).
+// is given: root's is MappedDir, or where /run cannot be written (a
+// read-only container, as in deploy/compose) a private directory in the
+// temporary directory, as another user's always is. Each is named after
+// its owner, as the containers' labels name it, so the next start
+// removes those of a dsh that died without closing its worlds
+// (reapPlaceholders).
 
 // journalDir returns the directory of this user's journals, made if
 // missing; it refuses one that another user could write or own.
 func journalDir() (string, error) {
 	uid := os.Getuid()
-	dir := MappedDir
-	if uid != 0 {
-		dir = filepath.Join(os.TempDir(), "dsh-docker-"+strconv.Itoa(uid))
+	dir := filepath.Join(os.TempDir(), "dsh-docker-"+strconv.Itoa(uid))
+	if uid == 0 && os.MkdirAll(MappedDir, 0o700) == nil {
+		dir = MappedDir
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("docker: making %s for the journals of workspace placeholders: %w", dir, err)
+		return "", fmt.Errorf("docker: making %s for the journals of workspace placeholders: %w (set TMPDIR to a directory dsh may write)", dir, err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
