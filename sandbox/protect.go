@@ -469,6 +469,13 @@ func (p *Protection) adoptable(root int, rel string, mode uint32) (fileID, bool)
 		return fileID{}, false
 	}
 	defer unix.Close(fd)
+	return pristine(fd, kind, placeholderContent[rel])
+}
+
+// pristine reports whether the file open at fd, of the kind (S_IFDIR
+// or S_IFREG) it was found to be, is a placeholder as dsh made it:
+// marked, and an empty directory or a file holding exactly content.
+func pristine(fd int, kind uint32, content string) (fileID, bool) {
 	if n, err := unix.Fgetxattr(fd, placeholderMark, make([]byte, 1)); err != nil || n != 1 {
 		return fileID{}, false
 	}
@@ -479,13 +486,30 @@ func (p *Protection) adoptable(root int, rel string, mode uint32) (fileID, bool)
 	if kind == unix.S_IFDIR {
 		return id, emptyDir(fd)
 	}
-	want := placeholderContent[rel]
-	if id.size != uint64(len(want)) {
+	if id.size != uint64(len(content)) {
 		return fileID{}, false
 	}
-	b := make([]byte, len(want)+1)
+	b := make([]byte, len(content)+1)
 	n, _ := unix.Pread(fd, b, 0)
-	return id, string(b[:n]) == want
+	return id, string(b[:n]) == content
+}
+
+// IsPlaceholder reports whether the file at path is the placeholder of a
+// missing protected path as dsh made it for a world that runs, or ran,
+// there (an empty, marked file): not a file of the user's. dsh reads no
+// configuration from one.
+func IsPlaceholder(path string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 {
+		return false // a regular file: opening it has no side effect
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	_, ok := pristine(fd, unix.S_IFREG, "")
+	return ok
 }
 
 // emptyDir reports whether the directory open at fd holds no entry.

@@ -245,3 +245,33 @@ func TestOverlappingWorldsLeaveNoPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+// IsPlaceholder tells dsh's empty, marked placeholder from the user's
+// files, empty or not, and from a placeholder the user has written to.
+func TestIsPlaceholder(t *testing.T) {
+	ws := t.TempDir()
+	p, err := PrepareProtected(ws, []string{"dsh.yaml", ".envrc"}, nil, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !IsPlaceholder(filepath.Join(ws, "dsh.yaml")) {
+		t.Error("IsPlaceholder(the world's dsh.yaml placeholder) = false")
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".envrc"), []byte("export A=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if IsPlaceholder(filepath.Join(ws, ".envrc")) {
+		t.Error("IsPlaceholder(a placeholder the user wrote to) = true")
+	}
+	mine := filepath.Join(t.TempDir(), "dsh.yaml")
+	if err := os.WriteFile(mine, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if IsPlaceholder(mine) {
+		t.Error("IsPlaceholder(the user's own empty dsh.yaml) = true")
+	}
+	if IsPlaceholder(filepath.Join(ws, "missing")) || IsPlaceholder(ws) {
+		t.Error("IsPlaceholder of a missing path or a directory = true")
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dsh-dev/dsh/internal/config"
 	"github.com/dsh-dev/dsh/internal/trust"
+	"github.com/dsh-dev/dsh/sandbox"
 )
 
 // configKeyAnnotation marks a flag that overrides a configuration key.
@@ -243,7 +244,10 @@ func configFiles(cmd *cobra.Command) ([]*configFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(projectFileName); err == nil {
+	// Not the empty placeholder a world on this workspace has there while
+	// the user has none (sandbox.PrepareProtected): it is no one's
+	// configuration.
+	if _, err := os.Stat(projectFileName); err == nil && !sandbox.IsPlaceholder(projectFileName) {
 		files = append(files, &configFile{Path: absPath(projectFileName), Kind: kindProject})
 	}
 	return files, nil

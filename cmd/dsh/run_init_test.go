@@ -197,9 +197,10 @@ func TestRunKilledLeavesTheWorkspaceToTheNextRun(t *testing.T) {
 
 // TestOverlappingRunsLeaveTheWorkspaceAsItWas: two dsh runs in one
 // workspace, the second started while the first runs and ending after
-// it: the second adopts the first's placeholders (it cannot make its
-// own where they are), the first cannot remove them while the second
-// holds them, and the second removes them when it ends.
+// it: the second reads no configuration from the first's empty dsh.yaml
+// placeholder, adopts the first's placeholders (it cannot make its own
+// where they are), the first cannot remove them while the second holds
+// them, and the second removes them when it ends.
 func TestOverlappingRunsLeaveTheWorkspaceAsItWas(t *testing.T) {
 	h := newDshHome(t)
 	if err := h.command("--", "true").Run(); err != nil {
@@ -207,8 +208,9 @@ func TestOverlappingRunsLeaveTheWorkspaceAsItWas(t *testing.T) {
 	}
 	before := testenv.DirNames(t, h.ws)
 	type running struct {
-		cmd   *exec.Cmd
-		stdin io.WriteCloser
+		cmd    *exec.Cmd
+		stdin  io.WriteCloser
+		stderr *bytes.Buffer
 	}
 	start := func() running {
 		t.Helper()
@@ -221,6 +223,8 @@ func TestOverlappingRunsLeaveTheWorkspaceAsItWas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +232,7 @@ func TestOverlappingRunsLeaveTheWorkspaceAsItWas(t *testing.T) {
 		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
 			t.Fatalf("first line of the command: %q, %v", line, err)
 		}
-		return running{cmd, stdin}
+		return running{cmd, stdin, &errOut}
 	}
 	end := func(r running) {
 		t.Helper()
@@ -242,6 +246,9 @@ func TestOverlappingRunsLeaveTheWorkspaceAsItWas(t *testing.T) {
 	second := start()
 	end(first)
 	end(second)
+	if strings.Contains(second.stderr.String(), "dsh.yaml") {
+		t.Errorf("the second run read the first's placeholder as configuration: %q", second.stderr.String())
+	}
 	if after := testenv.DirNames(t, h.ws); !slices.Equal(after, before) {
 		t.Errorf("after two overlapping runs the workspace holds %q, want what it held before, %q", after, before)
 	}
