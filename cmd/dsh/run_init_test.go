@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -251,5 +252,68 @@ func TestOverlappingRunsLeaveTheWorkspaceAsItWas(t *testing.T) {
 	}
 	if after := testenv.DirNames(t, h.ws); !slices.Equal(after, before) {
 		t.Errorf("after two overlapping runs the workspace holds %q, want what it held before, %q", after, before)
+	}
+}
+
+// TestRunKilledAtAnyPointLeavesNothing: dsh run (root, with limits: a
+// cgroup per world) killed at a sweep of moments across its life, from
+// its package initialisation, where it begins the init, to its close;
+// after the next dsh run in the same workspace nothing of the killed
+// ones is left: no cgroup, no state, no placeholder.
+func TestRunKilledAtAnyPointLeavesNothing(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireUserNS(t)
+	testenv.RequireCgroups(t)
+	bin := staticDsh(t)
+	ws, home := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() *exec.Cmd {
+		cmd := exec.Command(bin, "run", "--driver", "native", "--", "/bin/true")
+		cmd.Dir = ws
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		return cmd
+	}
+	var killed []string // "<pid>-": the prefix of their worlds' names
+	for _, d := range []time.Duration{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 18, 20, 25} {
+		cmd := run()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(d * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		killed = append(killed, strconv.Itoa(cmd.Process.Pid)+"-")
+	}
+	next := run()
+	var errOut bytes.Buffer
+	next.Stderr = &errOut
+	if code := runStatus(t, next, next.Run()); code != 0 {
+		t.Fatalf("the next dsh run: status %d, stderr %q", code, errOut.String())
+	}
+	if got := testenv.DirNames(t, ws); !slices.Equal(got, []string{"notes.txt"}) {
+		t.Errorf("the workspace after the next run holds %q, want only the user's notes.txt", got)
+	}
+	left := func(dir string) []string {
+		var found []string
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			for _, k := range killed {
+				if strings.HasPrefix(e.Name(), k) {
+					found = append(found, filepath.Join(dir, e.Name()))
+				}
+			}
+		}
+		return found
+	}
+	var leftovers []string
+	for _, c := range []string{"pids", "memory", "cpu", "freezer"} {
+		leftovers = append(leftovers, left(filepath.Join("/sys/fs/cgroup", c, "dsh-native"))...)
+	}
+	leftovers = append(leftovers, left(filepath.Join("/sys/fs/cgroup", "dsh-native"))...)
+	leftovers = append(leftovers, left("/run/dsh-native")...)
+	if len(leftovers) > 0 {
+		t.Errorf("after the next run, left of the killed ones: %q", leftovers)
 	}
 }
