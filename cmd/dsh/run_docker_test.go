@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
@@ -76,5 +79,58 @@ func TestRunDockerConfined(t *testing.T) {
 	code, _, errOut = dshDocker(t, bin, "--image", "dsh/no-such-image:test", "--", "true")
 	if code != 125 || !strings.Contains(errOut, "make images") {
 		t.Errorf("dsh run with a missing image: status %d, stderr %q; want 125 naming make images", code, errOut)
+	}
+}
+
+// TestRunDockerKilledLeavesNothingAfterTheNextRun: a dsh run on the
+// docker driver killed while its command runs leaves its container and
+// the placeholders it made in the workspace; the next dsh run removes
+// both.
+func TestRunDockerKilledLeavesNothingAfterTheNextRun(t *testing.T) {
+	testenv.RequireDocker(t)
+	if out, err := exec.Command("docker", "image", "inspect", "dsh/base:latest").CombinedOutput(); err != nil {
+		t.Fatalf("image dsh/base:latest: %v %s (build it with: make images)", err, out)
+	}
+	bin := staticDsh(t)
+	ws := t.TempDir()
+	if err := os.Chmod(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	cmd := exec.Command(bin, "run", "--driver", "docker", "--image", "dsh/base:latest", "--", "sh", "-c", "echo started; sleep 60")
+	cmd.Dir, cmd.Env = ws, env
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
+		t.Fatalf("first line of the command: %q, %v", line, err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "dsh.yaml")); err != nil {
+		t.Fatalf("the running world has no placeholder for dsh.yaml (%v): this test would prove nothing", err)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	owner := "label=dev.dsh.owner.pid=" + strconv.Itoa(cmd.Process.Pid)
+
+	next := exec.Command(bin, "run", "--driver", "docker", "--image", "dsh/base:latest", "--", "true")
+	next.Dir, next.Env = ws, env
+	if out, err := next.CombinedOutput(); err != nil {
+		t.Fatalf("the next dsh run: %v: %s", err, out)
+	}
+	if got := testenv.DirNames(t, ws); len(got) != 0 {
+		t.Errorf("the workspace after the next run holds %q, want nothing", got)
+	}
+	left, err := exec.Command("docker", "ps", "-aq", "--filter", owner).Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	if s := strings.TrimSpace(string(left)); s != "" {
+		exec.Command("docker", "rm", "-f", s).Run()
+		t.Errorf("the killed dsh's container %s survived the next run", s)
 	}
 }
