@@ -407,15 +407,22 @@ func (p *Protection) makePlaceholder(root int, rel string, dir bool) error {
 		pfd = fd
 	}
 	var err error
-	fd := -1
+	fd, made := -1, false
 	if dir {
 		if err = unix.Mkdirat(pfd, name, 0o755); err == nil {
+			made = true
 			fd, err = unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		}
 	} else if fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+		made = true
 		if c := placeholderContent[rel]; c != "" {
 			_, err = unix.Write(fd, []byte(c))
 		}
+	}
+	if made && err != nil {
+		// Made, but not as it should be: Close removes what is still
+		// empty, as with any placeholder whose identity is unknown.
+		p.made = append(p.made, placeholder{rel: rel, dir: dir, content: placeholderContent[rel], unknown: true})
 	}
 	if fd >= 0 {
 		// The mark by which another world on this workspace adopts it
