@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dsh-dev/dsh/internal/testenv"
 )
@@ -132,5 +133,56 @@ func TestRunDockerKilledLeavesNothingAfterTheNextRun(t *testing.T) {
 	if s := strings.TrimSpace(string(left)); s != "" {
 		exec.Command("docker", "rm", "-f", s).Run()
 		t.Errorf("the killed dsh's container %s survived the next run", s)
+	}
+}
+
+// TestRunDockerKilledAtAnyPointLeavesNothing: dsh run on the docker
+// driver killed at a sweep of moments across its open, command and close
+// (its world takes a few hundred milliseconds); after the next run in the
+// workspace no container, network or volume of the killed ones is left,
+// nor anything in the workspace.
+func TestRunDockerKilledAtAnyPointLeavesNothing(t *testing.T) {
+	testenv.RequireDocker(t)
+	if out, err := exec.Command("docker", "image", "inspect", "dsh/base:latest").CombinedOutput(); err != nil {
+		t.Fatalf("image dsh/base:latest: %v %s (build it with: make images)", err, out)
+	}
+	bin := staticDsh(t)
+	ws := t.TempDir()
+	if err := os.Chmod(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	run := func() *exec.Cmd {
+		cmd := exec.Command(bin, "run", "--driver", "docker", "--image", "dsh/base:latest", "--", "true")
+		cmd.Dir, cmd.Env = ws, env
+		return cmd
+	}
+	var killed []int
+	for _, d := range []time.Duration{5, 15, 30, 50, 80, 110, 140, 180, 230, 300} {
+		cmd := run()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(d * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		killed = append(killed, cmd.Process.Pid)
+	}
+	if out, err := run().CombinedOutput(); err != nil {
+		t.Fatalf("the next dsh run: %v: %s", err, out)
+	}
+	if got := testenv.DirNames(t, ws); len(got) != 0 {
+		t.Errorf("the workspace after the next run holds %q, want nothing", got)
+	}
+	for _, pid := range killed {
+		for _, list := range [][]string{{"ps", "-aq"}, {"network", "ls", "-q"}, {"volume", "ls", "-q"}} {
+			out, err := exec.Command("docker", append(list, "--filter", "label=dev.dsh.owner.pid="+strconv.Itoa(pid))...).Output()
+			if err != nil {
+				t.Fatalf("docker %v: %v", list, err)
+			}
+			if s := strings.TrimSpace(string(out)); s != "" {
+				t.Errorf("docker %v: the killed dsh %d left %s", list[0], pid, s)
+			}
+		}
 	}
 }
