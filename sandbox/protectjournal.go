@@ -128,6 +128,27 @@ func ReapProtected(path string) error {
 	return nil
 }
 
+// ReapJournals reaps (ReapProtected) each journal in dir whose name, less
+// JournalSuffix, gone says is a world of a dsh that is gone: each driver
+// names its journals after the owner as it records owners. It returns
+// the names it reaped, and why it could not reap the others.
+func ReapJournals(dir string, gone func(name string) bool) (reaped []string, err error) {
+	entries, _ := os.ReadDir(dir)
+	var errs []error
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), JournalSuffix)
+		if !ok || !gone(name) {
+			continue
+		}
+		if err := ReapProtected(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("world %s: %w", name, err))
+			continue
+		}
+		reaped = append(reaped, name)
+	}
+	return reaped, errors.Join(errs...)
+}
+
 // readJournal reads the journal at path into the Protection that would
 // remove its placeholders. A line cut short by the crash that left the
 // journal ends it.

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,29 +49,14 @@ func (o owner) journalName(worldID string) string {
 
 // reapPlaceholders removes the placeholders that worlds of dead dsh
 // processes on this host left in their workspaces, by their journals in
-// dir (sandbox.ReapProtected).
+// dir (sandbox.ReapJournals).
 func reapPlaceholders(dir, host string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var errs []error
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), sandbox.JournalSuffix)
-		if !ok {
-			continue
-		}
+	_, err := sandbox.ReapJournals(dir, func(name string) bool {
 		f := strings.SplitN(name, "-", 3)
-		if len(f) != 3 {
-			continue
-		}
-		labels := map[string]string{sandbox.LabelOwnerHost: host, sandbox.LabelOwnerPID: f[0], sandbox.LabelOwnerStart: f[1]}
-		if !ownerGone(labels, host) {
-			continue
-		}
-		if err := sandbox.ReapProtected(filepath.Join(dir, e.Name())); err != nil {
-			errs = append(errs, fmt.Errorf("docker: world %s: %w", f[2], err))
-		}
+		return len(f) == 3 && ownerGone(map[string]string{sandbox.LabelOwnerHost: host, sandbox.LabelOwnerPID: f[0], sandbox.LabelOwnerStart: f[1]}, host)
+	})
+	if err != nil {
+		return fmt.Errorf("docker: %w", err)
 	}
-	return errors.Join(errs...)
+	return nil
 }

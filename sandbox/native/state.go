@@ -1,7 +1,6 @@
 package native
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -181,22 +180,14 @@ func journalPath(base, stateName string) string {
 
 // reapPlaceholders removes the placeholders that worlds of dead dsh
 // processes left in their workspaces, by their journals in base
-// (sandbox.ReapProtected).
+// (sandbox.ReapJournals).
 func reapPlaceholders(base string) (removed []string, err error) {
-	entries, _ := os.ReadDir(base)
-	var errs []error
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), sandbox.JournalSuffix)
-		if !ok {
-			continue
-		}
-		if o, ok := parseWorldID(name); ok && !o.alive() {
-			if err := sandbox.ReapProtected(filepath.Join(base, e.Name())); err != nil {
-				errs = append(errs, fmt.Errorf("world %s: %w", name, err))
-				continue
-			}
-			removed = append(removed, "placeholders "+name)
-		}
+	reaped, err := sandbox.ReapJournals(base, func(name string) bool {
+		o, ok := parseWorldID(name)
+		return ok && !o.alive()
+	})
+	for _, name := range reaped {
+		removed = append(removed, "placeholders "+name)
 	}
-	return removed, errors.Join(errs...)
+	return removed, err
 }
