@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -83,34 +82,36 @@ func TestRunDockerConfined(t *testing.T) {
 	}
 }
 
-// TestRunDockerKilledLeavesNothingAfterTheNextRun: a dsh run on the
-// docker driver killed while its command runs leaves its container and
-// the placeholders it made in the workspace; the next dsh run removes
-// both.
-func TestRunDockerKilledLeavesNothingAfterTheNextRun(t *testing.T) {
+// dockerRuns returns a fresh workspace and a maker of dsh runs of argv
+// there on the docker driver (image dsh/base:latest), all sharing one
+// configuration directory outside it.
+func dockerRuns(t *testing.T) (ws string, run func(argv ...string) *exec.Cmd) {
+	t.Helper()
 	testenv.RequireDocker(t)
 	if out, err := exec.Command("docker", "image", "inspect", "dsh/base:latest").CombinedOutput(); err != nil {
 		t.Fatalf("image dsh/base:latest: %v %s (build it with: make images)", err, out)
 	}
 	bin := staticDsh(t)
-	ws := t.TempDir()
+	ws = t.TempDir()
 	if err := os.Chmod(ws, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-	cmd := exec.Command(bin, "run", "--driver", "docker", "--image", "dsh/base:latest", "--", "sh", "-c", "echo started; sleep 60")
-	cmd.Dir, cmd.Env = ws, env
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	return ws, func(argv ...string) *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"run", "--driver", "docker", "--image", "dsh/base:latest", "--"}, argv...)...)
+		cmd.Dir, cmd.Env = ws, env
+		return cmd
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
-		t.Fatalf("first line of the command: %q, %v", line, err)
-	}
+}
+
+// TestRunDockerKilledLeavesNothingAfterTheNextRun: a dsh run on the
+// docker driver killed while its command runs leaves its container and
+// the placeholders it made in the workspace; the next dsh run removes
+// both.
+func TestRunDockerKilledLeavesNothingAfterTheNextRun(t *testing.T) {
+	ws, run := dockerRuns(t)
+	cmd := run("sh", "-c", "echo started; sleep 60")
+	startUntilStarted(t, cmd)
 	if _, err := os.Lstat(filepath.Join(ws, "dsh.yaml")); err != nil {
 		t.Fatalf("the running world has no placeholder for dsh.yaml (%v): this test would prove nothing", err)
 	}
@@ -118,9 +119,7 @@ func TestRunDockerKilledLeavesNothingAfterTheNextRun(t *testing.T) {
 	cmd.Wait()
 	owner := "label=dev.dsh.owner.pid=" + strconv.Itoa(cmd.Process.Pid)
 
-	next := exec.Command(bin, "run", "--driver", "docker", "--image", "dsh/base:latest", "--", "true")
-	next.Dir, next.Env = ws, env
-	if out, err := next.CombinedOutput(); err != nil {
+	if out, err := run("true").CombinedOutput(); err != nil {
 		t.Fatalf("the next dsh run: %v: %s", err, out)
 	}
 	if got := testenv.DirNames(t, ws); len(got) != 0 {
@@ -142,24 +141,10 @@ func TestRunDockerKilledLeavesNothingAfterTheNextRun(t *testing.T) {
 // workspace no container, network or volume of the killed ones is left,
 // nor anything in the workspace.
 func TestRunDockerKilledAtAnyPointLeavesNothing(t *testing.T) {
-	testenv.RequireDocker(t)
-	if out, err := exec.Command("docker", "image", "inspect", "dsh/base:latest").CombinedOutput(); err != nil {
-		t.Fatalf("image dsh/base:latest: %v %s (build it with: make images)", err, out)
-	}
-	bin := staticDsh(t)
-	ws := t.TempDir()
-	if err := os.Chmod(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-	run := func() *exec.Cmd {
-		cmd := exec.Command(bin, "run", "--driver", "docker", "--image", "dsh/base:latest", "--", "true")
-		cmd.Dir, cmd.Env = ws, env
-		return cmd
-	}
+	ws, run := dockerRuns(t)
 	var killed []int
 	for _, d := range []time.Duration{5, 15, 30, 50, 80, 110, 140, 180, 230, 300} {
-		cmd := run()
+		cmd := run("true")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +153,7 @@ func TestRunDockerKilledAtAnyPointLeavesNothing(t *testing.T) {
 		cmd.Wait()
 		killed = append(killed, cmd.Process.Pid)
 	}
-	if out, err := run().CombinedOutput(); err != nil {
+	if out, err := run("true").CombinedOutput(); err != nil {
 		t.Fatalf("the next dsh run: %v: %s", err, out)
 	}
 	if got := testenv.DirNames(t, ws); len(got) != 0 {

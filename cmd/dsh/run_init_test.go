@@ -84,6 +84,24 @@ func runStatus(t *testing.T, cmd *exec.Cmd, err error) int {
 	return cmd.ProcessState.ExitCode()
 }
 
+// startUntilStarted starts cmd, whose command prints "started" first,
+// and returns once it has; cmd is killed and waited for at the test's
+// end, if it still runs.
+func startUntilStarted(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
+		t.Fatalf("first line of the command: %q, %v", line, err)
+	}
+}
+
 // TestRunSignalsToInitDoNotEndTheRun: a command that signals the world's
 // init still decides dsh run's status.
 func TestRunSignalsToInitDoNotEndTheRun(t *testing.T) {
@@ -173,17 +191,7 @@ func TestRunKilledLeavesTheWorkspaceToTheNextRun(t *testing.T) {
 	before := testenv.DirNames(t, h.ws) // the user's file, and dsh's own config directory
 
 	cmd := h.command("--", "sh", "-c", "echo started; sleep 60")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
-		t.Fatalf("first line of the command: %q, %v", line, err)
-	}
+	startUntilStarted(t, cmd)
 	if _, err := os.Lstat(filepath.Join(h.ws, "dsh.yaml")); err != nil {
 		t.Fatalf("the running world has no placeholder for dsh.yaml (%v): this test would prove nothing", err)
 	}
@@ -220,19 +228,9 @@ func TestOverlappingRunsLeaveTheWorkspaceAsItWas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var errOut bytes.Buffer
 		cmd.Stderr = &errOut
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
-			t.Fatalf("first line of the command: %q, %v", line, err)
-		}
+		startUntilStarted(t, cmd)
 		return running{cmd, stdin, &errOut}
 	}
 	end := func(r running) {
